@@ -2,6 +2,22 @@ module github.com/ambitkernel/ambit/sdk
 
 go 1.26.0
 
-require github.com/ambitkernel/ambit/proto v0.0.0
+require (
+	github.com/ambitkernel/ambit/proto v0.0.0
+	github.com/google/go-cmp v0.7.0
+	go.uber.org/goleak v1.3.0
+	go.uber.org/zap v1.28.0
+	golang.org/x/sync v0.24.0
+	google.golang.org/grpc v1.85.0
+)
+
+require (
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
 
 replace github.com/ambitkernel/ambit/proto => ../proto

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// ErrUsage marks a command line that could not be understood.
+var ErrUsage = errors.New("usage")
+
+// ErrFailed marks a command that ran and found a failure (a FAIL line, a
+// broken log); its output already says what.
+var ErrFailed = errors.New("check failed")
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// Env is what a command may touch.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"suite": {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
+		"eval":  {"evaluate one proposal file under one contract file", runEval},
+	}
+}
+
+// Main runs ambitctl with args (without the program name).
+func Main(ctx context.Context, env *Env, args []string) error {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.Stdout, cmds)
+		if len(args) == 0 {
+			return ErrUsage
+		}
+		return nil
+	}
+	// Two-word commands ("dev init", "ledger check") are registered with a
+	// space.
+	if len(args) > 1 {
+		if c, ok := cmds[args[0]+" "+args[1]]; ok {
+			return c.run(ctx, env, args[2:])
+		}
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		usage(env.Stderr, cmds)
+		return fmt.Errorf("%w: unknown command %q", ErrUsage, strings.Join(args[:min(2, len(args))], " "))
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: ambitctl <command> [flags]")
+	fmt.Fprintln(w)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, cmds[n].summary)
+	}
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func newFlags(env *Env, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("ambitctl "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return nil
+}
+
+func checkFormat(format string) error {
+	if format != "text" && format != "json" {
+		return fmt.Errorf("%w: --format must be text or json, got %q", ErrUsage, format)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package contract_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/contract"
+	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/suite"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+)
+
+const valid = `
+contract_id: t
+binding: {task_id: t1, subject: employee-7, purpose: expense-refund, state_version: claims-v42, valid_until: "2030-01-01T04:00:00Z"}
+evidence:
+  fields: [claim_id]
+  sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}]
+  max_age_seconds: 86400
+action:
+  action_types: [refund]
+  destinations: [claimant]
+  max_amount: {currency_code: GBP, minor_units: 10000}
+  approval_over: {currency_code: GBP, minor_units: 5000}
+  max_actions: 1
+reflexive: {visible_facts: [capabilities]}
+`
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(string) string
+		wantErr string // substring naming the field; "" for success
+	}{
+		{name: "valid", edit: func(s string) string { return s }},
+		{name: "empty subject", edit: func(s string) string { return strings.Replace(s, "subject: employee-7", `subject: ""`, 1) },
+			wantErr: "binding.subject"},
+		{name: "missing binding", edit: func(s string) string { return strings.Replace(s, "binding:", "ignored_binding:", 1) },
+			wantErr: `unknown field "ignored_binding"`},
+		{name: "approval threshold above hard limit", edit: func(s string) string {
+			return strings.Replace(s, "approval_over: {currency_code: GBP, minor_units: 5000}", "approval_over: {currency_code: GBP, minor_units: 10001}", 1)
+		}, wantErr: "action.approval_over: approval threshold GBP 100.01 is above the hard limit GBP 100.00"},
+		{name: "negative hard limit", edit: func(s string) string {
+			return strings.Replace(s, "minor_units: 10000", "minor_units: -1", 1)
+		}, wantErr: "action.max_amount"},
+		{name: "negative max age", edit: func(s string) string { return strings.Replace(s, "max_age_seconds: 86400", "max_age_seconds: -5", 1) },
+			wantErr: "evidence.max_age_seconds"},
+		{name: "negative action count", edit: func(s string) string { return strings.Replace(s, "max_actions: 1", "max_actions: -1", 1) },
+			wantErr: "action.max_actions"},
+		{name: "unknown field", edit: func(s string) string { return s + "colour: blue\n" },
+			wantErr: `unknown field "colour"`},
+		{name: "unknown enum name", edit: func(s string) string { return strings.Replace(s, "PROVENANCE_TRUSTED", "PROVENANCE_MAGIC", 1) },
+			wantErr: "PROVENANCE_MAGIC"},
+		{name: "unknown enum number", edit: func(s string) string { return strings.Replace(s, "PROVENANCE_TRUSTED", "7", 1) },
+			wantErr: "evidence.sources[0].provenance: unknown enum value 7"},
+		{name: "unset provenance", edit: func(s string) string { return strings.Replace(s, ", provenance: PROVENANCE_TRUSTED", "", 1) },
+			wantErr: "evidence.sources[0].provenance"},
+		{name: "unknown action type", edit: func(s string) string { return strings.Replace(s, "action_types: [refund]", "action_types: [refund, wire_transfer]", 1) },
+			wantErr: `action.action_types[1]: unknown value "wire_transfer"`},
+		{name: "unknown self fact", edit: func(s string) string { return strings.Replace(s, "[capabilities]", "[capabilities, mood]", 1) },
+			wantErr: `reflexive.visible_facts[1]: unknown value "mood"`},
+		{name: "duplicate field", edit: func(s string) string { return strings.Replace(s, "fields: [claim_id]", "fields: [claim_id, claim_id]", 1) },
+			wantErr: `evidence.fields[1]: duplicate "claim_id"`},
+		{name: "mixed currencies", edit: func(s string) string {
+			return strings.Replace(s, "approval_over: {currency_code: GBP", "approval_over: {currency_code: EUR", 1)
+		}, wantErr: "action.approval_over.currency_code"},
+		{name: "unsupported currency", edit: func(s string) string { return strings.ReplaceAll(s, "GBP", "XXY") },
+			wantErr: "action.max_amount"},
+		{name: "fractional amount", edit: func(s string) string { return strings.Replace(s, "minor_units: 10000", "minor_units: 100.5", 1) },
+			wantErr: "minorUnits"},
+		{name: "not yaml", edit: func(string) string { return "{[" }, wantErr: "yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := contract.Parse("test.yaml", []byte(tt.edit(valid)))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if _, err := contract.Compile(c); err != nil {
+					t.Fatalf("Compile: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse accepted it, want error naming %q", tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not name %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestProfilesLoad(t *testing.T) {
+	for _, name := range contract.ProfileNames() {
+		c, err := contract.Profile(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.GetContractId() != name {
+			t.Errorf("profile file %s has contract_id %q", name, c.GetContractId())
+		}
+	}
+	if _, err := contract.Profile("nope"); err == nil {
+		t.Error("unknown profile loaded")
+	}
+}
+
+// The evaluator's enums are numbered like the wire's, so mapping is a cast.
+func TestEnumsAligned(t *testing.T) {
+	for o := evaluate.Allow; o <= evaluate.Deny; o++ {
+		if got := contractv1.Outcome(o).String(); got != "OUTCOME_"+o.String() {
+			t.Errorf("outcome %d: wire %s, evaluator %s", o, got, o)
+		}
+	}
+	names := map[evaluate.Aperture]string{evaluate.Binding: "BINDING", evaluate.Epistemic: "EPISTEMIC",
+		evaluate.Executive: "EXECUTIVE", evaluate.Reflexive: "REFLEXIVE", evaluate.Whole: "CONTRACT", evaluate.Ledger: "LEDGER"}
+	for a, n := range names {
+		if got := contractv1.Aperture(a).String(); got != "APERTURE_"+n {
+			t.Errorf("aperture %d: wire %s, want APERTURE_%s", a, got, n)
+		}
+	}
+	provs := map[evaluate.Provenance]string{evaluate.Trusted: "TRUSTED", evaluate.Untrusted: "UNTRUSTED", evaluate.InstructionBearing: "INSTRUCTION_BEARING"}
+	for p, n := range provs {
+		if got := contractv1.Provenance(p).String(); got != "PROVENANCE_"+n {
+			t.Errorf("provenance %d: wire %s", p, got)
+		}
+	}
+}
+
+func TestFactsRoundTrip(t *testing.T) {
+	eps, err := suite.Load(suite.Extended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		f := contract.Facts(ep.ProtoFacts())
+		if diff := cmp.Diff(ep.ProtoFacts(), contract.FactsProto(&f), cmpProto()); diff != "" {
+			t.Fatalf("%s: round trip (-want +got):\n%s", ep.Name, diff)
+		}
+	}
+}
+
+func cmpProto() cmp.Option {
+	return cmp.Comparer(func(a, b proto.Message) bool { return proto.Equal(a, b) })
+}
+
+func TestActionType(t *testing.T) {
+	if got := contract.ActionType(&contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{}}}); got != "refund" {
+		t.Errorf("ActionType = %q", got)
+	}
+	if got := contract.ActionType(&contractv1.Action{}); got != "" {
+		t.Errorf("ActionType(empty) = %q", got)
+	}
+	if diff := cmp.Diff([]string{"refund", "email_attachment", "change_policy"}, contract.ActionTypes()); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestValidateFacts(t *testing.T) {
+	tests := []struct {
+		name  string
+		facts *contractv1.Facts
+		want  string
+	}{
+		{"zero amount", &contractv1.Facts{Amount: &contractv1.Money{CurrencyCode: "GBP"}}, "amount"},
+		{"negative amount", &contractv1.Facts{Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: -3}}, "amount"},
+		{"bad currency", &contractv1.Facts{Amount: &contractv1.Money{CurrencyCode: "pounds", MinorUnits: 3}}, "amount"},
+		{"empty source", &contractv1.Facts{Evidence: []*contractv1.EvidenceItem{{}}}, "evidence[0].source"},
+		{"unknown provenance", &contractv1.Facts{Evidence: []*contractv1.EvidenceItem{{Source: "x", Provenance: 9}}}, "evidence[0].provenance"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := contract.ValidateFacts(tt.facts)
+			if !errors.Is(err, contract.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrInvalid naming %q", err, tt.want)
+			}
+		})
+	}
+}

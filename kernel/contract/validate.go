@@ -1,0 +1,242 @@
+package contract
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ambitkernel/ambit/sdk/money"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// ErrInvalid marks a contract or proposal that is malformed or
+// contradictory.
+var ErrInvalid = errors.New("invalid")
+
+// SelfFacts are the reflexive facts a contract may name.
+var selfFacts = []string{"capabilities", "uncertainty", "commitments", "expiry", "policy_thresholds", "credentials", "contract"}
+
+// ActionTypes lists the typed actions, the case names of Action.kind.
+func ActionTypes() []string {
+	od := (&contractv1.Action{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
+	out := make([]string, od.Fields().Len())
+	for i := range out {
+		out[i] = string(od.Fields().Get(i).Name())
+	}
+	return out
+}
+
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// Validate refuses a malformed or contradictory contract with an error that
+// names the offending field.
+func Validate(c *contractv1.Contract) error {
+	if err := checkEnums(c.ProtoReflect(), ""); err != nil {
+		return err
+	}
+	if c.GetContractId() == "" {
+		return invalid("contract_id", "must not be empty")
+	}
+	b := c.GetBinding()
+	switch {
+	case b == nil:
+		return invalid("binding", "missing")
+	case b.GetTaskId() == "":
+		return invalid("binding.task_id", "must not be empty")
+	case b.GetSubject() == "":
+		return invalid("binding.subject", "must not be empty (use \"*\" for any subject)")
+	case b.GetPurpose() == "":
+		return invalid("binding.purpose", "must not be empty (use \"*\" for any purpose)")
+	case b.GetStateVersion() == "":
+		return invalid("binding.state_version", "must not be empty (use \"*\" for any state)")
+	case b.GetValidUntil() == nil:
+		return invalid("binding.valid_until", "missing")
+	}
+	if err := b.GetValidUntil().CheckValid(); err != nil {
+		return invalid("binding.valid_until", "%v", err)
+	}
+	if r := b.GetRecord(); r != nil && (r.GetSource() == "" || r.GetKey() == "") {
+		return invalid("binding.record", "needs both source and key")
+	}
+
+	e := c.GetEvidence()
+	if e == nil {
+		return invalid("evidence", "missing")
+	}
+	if err := checkNames("evidence.fields", e.GetFields(), nil); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, s := range e.GetSources() {
+		f := fmt.Sprintf("evidence.sources[%d]", i)
+		switch {
+		case s.GetName() == "":
+			return invalid(f+".name", "must not be empty")
+		case seen[s.GetName()]:
+			return invalid(f+".name", "duplicate source %q", s.GetName())
+		case s.GetProvenance() == contractv1.Provenance_PROVENANCE_UNSPECIFIED:
+			return invalid(f+".provenance", "must be set for source %q", s.GetName())
+		}
+		seen[s.GetName()] = true
+	}
+	if e.GetMaxAgeSeconds() < 0 {
+		return invalid("evidence.max_age_seconds", "must not be negative, got %d", e.GetMaxAgeSeconds())
+	}
+
+	a := c.GetAction()
+	if a == nil {
+		return invalid("action", "missing")
+	}
+	if err := checkNames("action.action_types", a.GetActionTypes(), ActionTypes()); err != nil {
+		return err
+	}
+	if err := checkNames("action.destinations", a.GetDestinations(), nil); err != nil {
+		return err
+	}
+	if err := checkNames("action.irreversible_action_types", a.GetIrreversibleActionTypes(), ActionTypes()); err != nil {
+		return err
+	}
+	if err := checkLimit("action.max_amount", a.GetMaxAmount()); err != nil {
+		return err
+	}
+	if err := checkLimit("action.approval_over", a.GetApprovalOver()); err != nil {
+		return err
+	}
+	if a.GetApprovalOver().GetCurrencyCode() != a.GetMaxAmount().GetCurrencyCode() {
+		return invalid("action.approval_over.currency_code", "%q differs from max_amount's %q",
+			a.GetApprovalOver().GetCurrencyCode(), a.GetMaxAmount().GetCurrencyCode())
+	}
+	if a.GetApprovalOver().GetMinorUnits() > a.GetMaxAmount().GetMinorUnits() {
+		return invalid("action.approval_over", "approval threshold %s is above the hard limit %s",
+			money.Format(a.GetApprovalOver()), money.Format(a.GetMaxAmount()))
+	}
+	if a.GetMaxActions() < 0 {
+		return invalid("action.max_actions", "must not be negative, got %d", a.GetMaxActions())
+	}
+	if mc := a.GetMaxCumulativeAmount(); mc != nil {
+		if err := checkLimit("action.max_cumulative_amount", mc); err != nil {
+			return err
+		}
+		if mc.GetCurrencyCode() != a.GetMaxAmount().GetCurrencyCode() {
+			return invalid("action.max_cumulative_amount.currency_code", "%q differs from max_amount's %q",
+				mc.GetCurrencyCode(), a.GetMaxAmount().GetCurrencyCode())
+		}
+	}
+
+	r := c.GetReflexive()
+	if r == nil {
+		return invalid("reflexive", "missing")
+	}
+	if err := checkNames("reflexive.visible_facts", r.GetVisibleFacts(), selfFacts); err != nil {
+		return err
+	}
+	if err := checkNames("reflexive.mutable_facts", r.GetMutableFacts(), selfFacts); err != nil {
+		return err
+	}
+	if c.GetCoupling().GetIrreversibleMaxEvidenceAgeSeconds() < 0 {
+		return invalid("coupling.irreversible_max_evidence_age_seconds", "must not be negative")
+	}
+	return nil
+}
+
+// ValidateFacts refuses malformed self-declared facts.
+func ValidateFacts(f *contractv1.Facts) error {
+	if err := checkEnums(f.ProtoReflect(), ""); err != nil {
+		return err
+	}
+	if f.GetAmount() != nil {
+		if err := money.CheckPositive(f.GetAmount()); err != nil {
+			return invalid("amount", "%v", err)
+		}
+	}
+	if f.GetPriorAmount() != nil {
+		if err := money.Check(f.GetPriorAmount()); err != nil {
+			return invalid("prior_amount", "%v", err)
+		}
+		if f.GetAmount() == nil || f.GetPriorAmount().GetCurrencyCode() != f.GetAmount().GetCurrencyCode() {
+			return invalid("prior_amount.currency_code", "must equal the amount's")
+		}
+	}
+	if f.GetActionCount() < 0 {
+		return invalid("action_count", "must not be negative")
+	}
+	for i, e := range f.GetEvidence() {
+		if e.GetSource() == "" {
+			return invalid(fmt.Sprintf("evidence[%d].source", i), "must not be empty")
+		}
+		if e.GetAgeSeconds() < 0 {
+			return invalid(fmt.Sprintf("evidence[%d].age_seconds", i), "must not be negative")
+		}
+	}
+	return nil
+}
+
+func checkLimit(field string, m *contractv1.Money) error {
+	if m == nil {
+		return invalid(field, "missing")
+	}
+	if err := money.Check(m); err != nil {
+		return invalid(field, "%v", err)
+	}
+	return nil
+}
+
+// checkNames refuses empty or duplicate names and, when known is given,
+// names outside it.
+func checkNames(field string, names, known []string) error {
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if n == "" {
+			return invalid(f, "must not be empty")
+		}
+		if seen[n] {
+			return invalid(f, "duplicate %q", n)
+		}
+		seen[n] = true
+		if known != nil && !slices.Contains(known, n) {
+			return invalid(f, "unknown value %q (known: %v)", n, known)
+		}
+	}
+	return nil
+}
+
+// checkEnums refuses enum numbers the schema does not define: protobuf
+// enums are open, so a decoder accepts 7 where only 0..3 exist.
+func checkEnums(m protoreflect.Message, prefix string) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := prefix + string(fd.Name())
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = checkValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", name, i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				err = checkValue(fd.MapValue(), mv, fmt.Sprintf("%s[%v]", name, k.Interface()))
+				return err == nil
+			})
+		default:
+			err = checkValue(fd, v, name)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name string) error {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		if fd.Enum().Values().ByNumber(v.Enum()) == nil {
+			return invalid(name, "unknown enum value %d for %s", v.Enum(), fd.Enum().FullName())
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return checkEnums(v.Message(), name+".")
+	}
+	return nil
+}

@@ -1,0 +1,358 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrInvalidFacts marks input that is not a proposal at all (a non-positive
+// or malformed amount, a negative age or count). It is an error, never a
+// decision.
+var ErrInvalidFacts = errors.New("invalid facts")
+
+// maxReasons bounds the reasons one evaluation can produce; the fixed arrays
+// below keep Evaluate free of allocations.
+const maxReasons = 24
+
+// Decision is the verdict with every reason: deny reasons first, then review
+// reasons, each group in evaluation order. Reuse one Decision across calls.
+type Decision struct {
+	Outcome Outcome
+	Reasons []Reason
+
+	deny, review [maxReasons]Reason
+	nDeny        int
+	nReview      int
+	items        []string
+}
+
+func (d *Decision) reset() {
+	d.Outcome = 0
+	d.Reasons = d.Reasons[:0]
+	d.nDeny, d.nReview = 0, 0
+	d.items = d.items[:0]
+}
+
+func (d *Decision) addDeny(a Aperture, c Code, items []string) {
+	d.deny[d.nDeny] = Reason{Aperture: a, Code: c, Items: items}
+	d.nDeny++
+}
+
+func (d *Decision) addReview(a Aperture, c Code, items []string) {
+	d.review[d.nReview] = Reason{Aperture: a, Code: c, Items: items}
+	d.nReview++
+}
+
+// Has reports whether the decision carries a reason with code c.
+func (d *Decision) Has(c Code) bool {
+	for _, r := range d.Reasons {
+		if r.Code == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Approvable reports whether the decision is a REVIEW that an independent
+// approval alone would settle.
+func (d *Decision) Approvable() bool {
+	if d.Outcome != Review {
+		return false
+	}
+	for _, r := range d.Reasons {
+		if !r.IsApprovable() {
+			return false
+		}
+	}
+	return true
+}
+
+// Clone returns a copy that does not alias d's buffers.
+func (d *Decision) Clone() *Decision {
+	out := &Decision{Outcome: d.Outcome, Reasons: make([]Reason, len(d.Reasons))}
+	for i, r := range d.Reasons {
+		r.Items = append([]string(nil), r.Items...)
+		out.Reasons[i] = r
+	}
+	return out
+}
+
+// Evaluate decides facts f under contract c at instant now, writing the
+// result into d. It returns an error wrapping ErrInvalidFacts, and leaves no
+// decision, when f is not a well-formed proposal. It never changes f or c.
+func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
+	d.reset()
+	if err := checkFacts(f); err != nil {
+		return err
+	}
+	actionCount := f.ActionCount
+	if actionCount == 0 {
+		actionCount = 1 // the seed's default: this proposal is the task's first action
+	}
+
+	// Binding and freshness are checked before any effect.
+	if now.After(c.ValidUntil) {
+		d.addReview(Binding, CodeContractExpired, nil)
+	}
+	if c.Subject != "*" && f.Subject != c.Subject {
+		d.addDeny(Binding, CodeSubjectMismatch, nil)
+	}
+	if c.Purpose != "*" && f.Purpose != c.Purpose {
+		d.addDeny(Binding, CodePurposeMismatch, nil)
+	}
+	if stateChanged(f, c) {
+		d.addReview(Binding, CodeStateVersionChanged, nil)
+	}
+
+	// E: epistemic aperture. Every check runs so that every reason is
+	// reported, not just the first.
+	if items := d.fieldsOutside(f.Evidence, c.Fields); len(items) > 0 {
+		d.addDeny(Epistemic, CodeFieldsOutsideGrant, items)
+	}
+	if items := d.sourcesOutside(f.Evidence, c.Sources); len(items) > 0 {
+		d.addDeny(Epistemic, CodeSourceOutsideGrant, items)
+	}
+	if oldest(f.Evidence) > c.MaxAgeSeconds {
+		d.addReview(Epistemic, CodeEvidenceTooOld, nil)
+	}
+	// Rule 1: provenance changes authority.
+	if c.Coupling.RequireTrustedCorroboration && !f.ApprovalPresent && !hasTrusted(f.Evidence, c.Sources) {
+		d.addReview(Epistemic, CodeUncorroboratedEvidence, nil)
+	}
+	// Rule 2: irreversibility raises the evidence burden.
+	if f.Irreversible && c.AllowIrreversible && c.Coupling.IrreversibleMaxAgeSeconds > 0 &&
+		oldest(f.Evidence) > c.Coupling.IrreversibleMaxAgeSeconds {
+		d.addReview(Epistemic, CodeIrreversibleEvidenceTooOld, nil)
+	}
+
+	// A: executive aperture.
+	if !contains(c.ActionTypes, f.ActionType) {
+		d.addDeny(Executive, CodeActionTypeOutsideGrant, nil)
+	}
+	if !contains(c.Destinations, f.Destination) {
+		d.addDeny(Executive, CodeDestinationOutsideGrant, nil)
+	}
+	if !f.Amount.IsZero() {
+		switch {
+		case f.Amount.Currency != c.MaxAmount.Currency:
+			d.addDeny(Executive, CodeCurrencyOutsideGrant, nil)
+		case f.Amount.Minor > c.MaxAmount.Minor:
+			d.addDeny(Executive, CodeAmountExceedsHardLimit, nil)
+		case f.Amount.Minor > c.ApprovalOver.Minor && !f.ApprovalPresent:
+			d.addReview(Executive, CodeApprovalRequired, nil)
+		}
+	}
+	if actionCount > c.MaxActions {
+		d.addDeny(Executive, CodeActionCountExceedsGrant, nil)
+	}
+	if exceedsCumulative(f, c) {
+		d.addDeny(Executive, CodeCumulativeAmountExceedsGrant, nil)
+	}
+	if f.Irreversible && !c.AllowIrreversible {
+		d.addDeny(Executive, CodeIrreversibleNotPermitted, nil)
+	} else if f.Irreversible && c.Coupling.IrreversibleRequiresApproval && !f.ApprovalPresent {
+		d.addReview(Executive, CodeIrreversibleApprovalRequired, nil)
+	}
+
+	// R: reflexive aperture. Reading a bounded operational fact may be
+	// useful; rewriting the authority boundary is never implied by model
+	// output.
+	if items := d.outside(f.SelfQueries, c.VisibleFacts); len(items) > 0 {
+		d.addDeny(Reflexive, CodeSelfFactsOutsideView, items)
+	}
+	if items := d.outside(f.SelfMutations, c.MutableFacts); len(items) > 0 {
+		d.addDeny(Reflexive, CodeSelfMutationsOutsideGrant, items)
+	} else if c.Coupling.ForbidSelfMutation && len(f.SelfMutations) > 0 {
+		// Rule 4: even a granted mutation is a boundary change, which only
+		// governance may make.
+		d.addDeny(Reflexive, CodeSelfMutationForbidden, d.sorted(f.SelfMutations))
+	}
+
+	switch {
+	case d.nDeny > 0:
+		d.Outcome = Deny
+		d.Reasons = append(d.Reasons, d.deny[:d.nDeny]...)
+		d.Reasons = append(d.Reasons, d.review[:d.nReview]...)
+	case d.nReview > 0:
+		d.Outcome = Review
+		d.Reasons = append(d.Reasons, d.review[:d.nReview]...)
+	default:
+		d.Outcome = Allow
+		d.Reasons = append(d.Reasons, Reason{Aperture: Whole, Code: CodeAllAperturesSatisfied})
+	}
+	return nil
+}
+
+// OutsideView returns the self-facts in asked that c's reflexive aperture
+// does not make visible, sorted. The kernel's self-view uses it so that a
+// self-query and a proposal's self-queries are judged by one rule.
+func OutsideView(c *Contract, asked []string) []string {
+	var d Decision
+	return append([]string(nil), d.outside(asked, c.VisibleFacts)...)
+}
+
+func checkFacts(f *Facts) error {
+	if !f.Amount.IsZero() {
+		if err := checkMoney(f.Amount); err != nil {
+			return fmt.Errorf("%w: amount: %w", ErrInvalidFacts, err)
+		}
+		if f.Amount.Minor <= 0 {
+			return fmt.Errorf("%w: amount: must be positive, got %d minor units", ErrInvalidFacts, f.Amount.Minor)
+		}
+	}
+	if !f.PriorAmount.IsZero() {
+		if err := checkMoney(f.PriorAmount); err != nil {
+			return fmt.Errorf("%w: prior_amount: %w", ErrInvalidFacts, err)
+		}
+		if f.PriorAmount.Minor < 0 {
+			return fmt.Errorf("%w: prior_amount: must not be negative", ErrInvalidFacts)
+		}
+		if f.Amount.IsZero() || f.PriorAmount.Currency != f.Amount.Currency {
+			return fmt.Errorf("%w: prior_amount: currency %q differs from the amount's", ErrInvalidFacts, f.PriorAmount.Currency)
+		}
+	}
+	if f.ActionCount < 0 {
+		return fmt.Errorf("%w: action_count: must not be negative", ErrInvalidFacts)
+	}
+	for i := range f.Evidence {
+		if f.Evidence[i].AgeSeconds < 0 {
+			return fmt.Errorf("%w: evidence[%d].age_seconds: must not be negative", ErrInvalidFacts, i)
+		}
+		if f.Evidence[i].Provenance > InstructionBearing {
+			return fmt.Errorf("%w: evidence[%d].provenance: unknown class %d", ErrInvalidFacts, i, f.Evidence[i].Provenance)
+		}
+	}
+	return nil
+}
+
+// checkMoney checks the shape of a currency code: three upper-case letters.
+func checkMoney(m Money) error {
+	if len(m.Currency) != 3 {
+		return fmt.Errorf("currency code %q is not ISO 4217", m.Currency)
+	}
+	for i := 0; i < 3; i++ {
+		if m.Currency[i] < 'A' || m.Currency[i] > 'Z' {
+			return fmt.Errorf("currency code %q is not ISO 4217", m.Currency)
+		}
+	}
+	return nil
+}
+
+func stateChanged(f *Facts, c *Contract) bool {
+	if c.StateVersion != "*" {
+		if f.StateVersion != c.StateVersion {
+			return true
+		}
+		if f.CurrentStateVersion != "" && f.CurrentStateVersion != c.StateVersion {
+			return true
+		}
+	}
+	// Rule 3: evidence read before the record last changed is stale even
+	// where the contract binds no particular version.
+	return c.Coupling.RevokeOnStateChange && f.CurrentStateVersion != "" && f.CurrentStateVersion != f.StateVersion
+}
+
+func exceedsCumulative(f *Facts, c *Contract) bool {
+	if c.MaxCumulative.IsZero() || f.Amount.IsZero() || f.Amount.Currency != c.MaxCumulative.Currency {
+		return false
+	}
+	// amount > max - prior, written so that it cannot overflow.
+	return f.PriorAmount.Minor > c.MaxCumulative.Minor || f.Amount.Minor > c.MaxCumulative.Minor-f.PriorAmount.Minor
+}
+
+func oldest(ev []Evidence) int64 {
+	var age int64
+	for i := range ev {
+		age = max(age, ev[i].AgeSeconds)
+	}
+	return age
+}
+
+// provenanceOf is the stricter of the evidence's own class and the one the
+// contract gives its source; an ungranted source counts as instruction
+// bearing.
+func provenanceOf(e *Evidence, sources []Source) Provenance {
+	granted := InstructionBearing
+	for i := range sources {
+		if sources[i].Name == e.Source {
+			granted = sources[i].Provenance
+			break
+		}
+	}
+	return max(granted, e.Provenance)
+}
+
+func hasTrusted(ev []Evidence, sources []Source) bool {
+	for i := range ev {
+		if provenanceOf(&ev[i], sources) == Trusted {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(set []string, s string) bool {
+	for _, v := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// outside returns the members of asked missing from grant, deduplicated and
+// sorted, in d's item buffer.
+func (d *Decision) outside(asked, grant []string) []string {
+	start := len(d.items)
+	for _, s := range asked {
+		if !contains(grant, s) && !contains(d.items[start:], s) {
+			d.items = append(d.items, s)
+		}
+	}
+	return sortStrings(d.items[start:])
+}
+
+func (d *Decision) sorted(in []string) []string {
+	return d.outside(in, nil)
+}
+
+func (d *Decision) fieldsOutside(ev []Evidence, grant []string) []string {
+	start := len(d.items)
+	for i := range ev {
+		for _, s := range ev[i].Fields {
+			if !contains(grant, s) && !contains(d.items[start:], s) {
+				d.items = append(d.items, s)
+			}
+		}
+	}
+	return sortStrings(d.items[start:])
+}
+
+func (d *Decision) sourcesOutside(ev []Evidence, grant []Source) []string {
+	start := len(d.items)
+	for i := range ev {
+		s := ev[i].Source
+		granted := false
+		for j := range grant {
+			if grant[j].Name == s {
+				granted = true
+				break
+			}
+		}
+		if !granted && !contains(d.items[start:], s) {
+			d.items = append(d.items, s)
+		}
+	}
+	return sortStrings(d.items[start:])
+}
+
+// sortStrings sorts a handful of strings in place without allocating.
+func sortStrings(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
