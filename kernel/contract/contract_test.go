@@ -58,11 +58,15 @@ func TestParse(t *testing.T) {
 			wantErr: "evidence.sources[0].provenance: unknown enum value 7"},
 		{name: "unset provenance", edit: func(s string) string { return strings.Replace(s, ", provenance: PROVENANCE_TRUSTED", "", 1) },
 			wantErr: "evidence.sources[0].provenance"},
-		{name: "unknown action type", edit: func(s string) string { return strings.Replace(s, "action_types: [refund]", "action_types: [refund, wire_transfer]", 1) },
+		{name: "unknown action type", edit: func(s string) string {
+			return strings.Replace(s, "action_types: [refund]", "action_types: [refund, wire_transfer]", 1)
+		},
 			wantErr: `action.action_types[1]: unknown value "wire_transfer"`},
 		{name: "unknown self fact", edit: func(s string) string { return strings.Replace(s, "[capabilities]", "[capabilities, mood]", 1) },
 			wantErr: `reflexive.visible_facts[1]: unknown value "mood"`},
-		{name: "duplicate field", edit: func(s string) string { return strings.Replace(s, "fields: [claim_id]", "fields: [claim_id, claim_id]", 1) },
+		{name: "duplicate field", edit: func(s string) string {
+			return strings.Replace(s, "fields: [claim_id]", "fields: [claim_id, claim_id]", 1)
+		},
 			wantErr: `evidence.fields[1]: duplicate "claim_id"`},
 		{name: "mixed currencies", edit: func(s string) string {
 			return strings.Replace(s, "approval_over: {currency_code: GBP", "approval_over: {currency_code: EUR", 1)

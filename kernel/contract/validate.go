@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ambitkernel/ambit/sdk/money"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/money"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
