@@ -1,0 +1,72 @@
+package envelope_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/envelope"
+	"google.golang.org/protobuf/proto"
+)
+
+func keys(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv
+}
+
+func TestSignOpen(t *testing.T) {
+	pub, priv := keys(t)
+	otherPub, otherPriv := keys(t)
+	ring := envelope.Keyring{"action": pub, "evidence": otherPub}
+	receipt := &receiptv1.EffectReceipt{ReceiptId: "eff-1", IdempotencyKey: "k-1", RecordRef: "pay-1"}
+	env, err := envelope.NewSigner("action", priv).Sign(receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var got receiptv1.EffectReceipt
+	if err := ring.Open(env, "action", &got); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if !proto.Equal(&got, receipt) {
+		t.Errorf("decoded %v, want %v", &got, receipt)
+	}
+
+	tamper := func(f func(e *receiptv1.Envelope)) *receiptv1.Envelope {
+		c := proto.Clone(env).(*receiptv1.Envelope)
+		f(c)
+		return c
+	}
+	forged, _ := envelope.NewSigner("action", otherPriv).Sign(receipt)
+	tests := []struct {
+		name   string
+		env    *receiptv1.Envelope
+		signer string
+		into   proto.Message
+	}{
+		{"flipped payload byte", tamper(func(e *receiptv1.Envelope) { e.Payload[3] ^= 1 }), "action", &receiptv1.EffectReceipt{}},
+		{"flipped signature byte", tamper(func(e *receiptv1.Envelope) { e.Signature[0] ^= 1 }), "action", &receiptv1.EffectReceipt{}},
+		{"relabelled type", tamper(func(e *receiptv1.Envelope) { e.PayloadType = "ambit.receipt.v1.ReadbackReceipt" }), "action", &receiptv1.ReadbackReceipt{}},
+		{"decoded as another type", env, "action", &receiptv1.ReadbackReceipt{}},
+		{"signed by another key under the same id", forged, "action", &receiptv1.EffectReceipt{}},
+		{"expected another signer", env, "evidence", &receiptv1.EffectReceipt{}},
+		{"unknown key id", tamper(func(e *receiptv1.Envelope) { e.KeyId = "mallory" }), "", &receiptv1.EffectReceipt{}},
+		{"missing", nil, "", &receiptv1.EffectReceipt{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := ring.Open(tt.env, tt.signer, tt.into); !errors.Is(err, envelope.ErrInvalid) {
+				t.Errorf("Open = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if envelope.Hash(env) == envelope.Hash(tamper(func(e *receiptv1.Envelope) { e.Payload[3] ^= 1 })) {
+		t.Error("hash ignores the payload")
+	}
+}
