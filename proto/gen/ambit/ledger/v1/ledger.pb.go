@@ -528,6 +528,74 @@ func (CanonClass) EnumDescriptor() ([]byte, []int) {
 	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{7}
 }
 
+// TransitionKind is what a ledger transition does.
+type TransitionKind int32
+
+const (
+	TransitionKind_TRANSITION_KIND_UNSPECIFIED TransitionKind = 0
+	// Records a new item.
+	TransitionKind_TRANSITION_KIND_PROPOSE TransitionKind = 1
+	// Promotes an item; only an actor with promotion authority may.
+	TransitionKind_TRANSITION_KIND_PROMOTE TransitionKind = 2
+	// Refuses an item's promotion.
+	TransitionKind_TRANSITION_KIND_REJECT TransitionKind = 3
+	// Replaces item_id with other_id.
+	TransitionKind_TRANSITION_KIND_SUPERSEDE TransitionKind = 4
+	// Resolves item_id's conflict.
+	TransitionKind_TRANSITION_KIND_RESOLVE_CONFLICT TransitionKind = 5
+	// Derives a child contract from item_id through filter.
+	TransitionKind_TRANSITION_KIND_DERIVE_HANDOFF TransitionKind = 6
+)
+
+// Enum value maps for TransitionKind.
+var (
+	TransitionKind_name = map[int32]string{
+		0: "TRANSITION_KIND_UNSPECIFIED",
+		1: "TRANSITION_KIND_PROPOSE",
+		2: "TRANSITION_KIND_PROMOTE",
+		3: "TRANSITION_KIND_REJECT",
+		4: "TRANSITION_KIND_SUPERSEDE",
+		5: "TRANSITION_KIND_RESOLVE_CONFLICT",
+		6: "TRANSITION_KIND_DERIVE_HANDOFF",
+	}
+	TransitionKind_value = map[string]int32{
+		"TRANSITION_KIND_UNSPECIFIED":      0,
+		"TRANSITION_KIND_PROPOSE":          1,
+		"TRANSITION_KIND_PROMOTE":          2,
+		"TRANSITION_KIND_REJECT":           3,
+		"TRANSITION_KIND_SUPERSEDE":        4,
+		"TRANSITION_KIND_RESOLVE_CONFLICT": 5,
+		"TRANSITION_KIND_DERIVE_HANDOFF":   6,
+	}
+)
+
+func (x TransitionKind) Enum() *TransitionKind {
+	p := new(TransitionKind)
+	*p = x
+	return p
+}
+
+func (x TransitionKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TransitionKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_ambit_ledger_v1_ledger_proto_enumTypes[8].Descriptor()
+}
+
+func (TransitionKind) Type() protoreflect.EnumType {
+	return &file_ambit_ledger_v1_ledger_proto_enumTypes[8]
+}
+
+func (x TransitionKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TransitionKind.Descriptor instead.
+func (TransitionKind) EnumDescriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{8}
+}
+
 // CanonItem is one row of the authority ledger.
 type CanonItem struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -984,6 +1052,116 @@ func (x *HandoffFilter) GetMaxActions() int32 {
 	return 0
 }
 
+// Transition is one event of the authority ledger, as the kernel's log
+// stores it. Replaying transitions in order rebuilds the ledger.
+type Transition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the transition does.
+	Kind TransitionKind `protobuf:"varint,1,opt,name=kind,proto3,enum=ambit.ledger.v1.TransitionKind" json:"kind,omitempty"`
+	// When it happened.
+	At *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	// The principal that performed it, from its certificate.
+	Actor string `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`
+	// The item proposed, or the child template of a handoff.
+	Item *CanonItem `protobuf:"bytes,4,opt,name=item,proto3" json:"item,omitempty"`
+	// The item acted on.
+	ItemId string `protobuf:"bytes,5,opt,name=item_id,json=itemId,proto3" json:"item_id,omitempty"`
+	// The other item (the replacement in a supersession).
+	OtherId string `protobuf:"bytes,6,opt,name=other_id,json=otherId,proto3" json:"other_id,omitempty"`
+	// Why.
+	Note string `protobuf:"bytes,7,opt,name=note,proto3" json:"note,omitempty"`
+	// The declared handoff filter; unset means none was declared.
+	Filter        *HandoffFilter `protobuf:"bytes,8,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Transition) Reset() {
+	*x = Transition{}
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Transition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Transition) ProtoMessage() {}
+
+func (x *Transition) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Transition.ProtoReflect.Descriptor instead.
+func (*Transition) Descriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Transition) GetKind() TransitionKind {
+	if x != nil {
+		return x.Kind
+	}
+	return TransitionKind_TRANSITION_KIND_UNSPECIFIED
+}
+
+func (x *Transition) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *Transition) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *Transition) GetItem() *CanonItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *Transition) GetItemId() string {
+	if x != nil {
+		return x.ItemId
+	}
+	return ""
+}
+
+func (x *Transition) GetOtherId() string {
+	if x != nil {
+		return x.OtherId
+	}
+	return ""
+}
+
+func (x *Transition) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *Transition) GetFilter() *HandoffFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
 var File_ambit_ledger_v1_ledger_proto protoreflect.FileDescriptor
 
 const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
@@ -1030,7 +1208,17 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\n" +
 	"max_amount\x18\x06 \x01(\v2\x18.ambit.contract.v1.MoneyR\tmaxAmount\x12\x1f\n" +
 	"\vmax_actions\x18\a \x01(\x05R\n" +
-	"maxActions*\xe6\x01\n" +
+	"maxActions\"\xb3\x02\n" +
+	"\n" +
+	"Transition\x123\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1f.ambit.ledger.v1.TransitionKindR\x04kind\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12.\n" +
+	"\x04item\x18\x04 \x01(\v2\x1a.ambit.ledger.v1.CanonItemR\x04item\x12\x17\n" +
+	"\aitem_id\x18\x05 \x01(\tR\x06itemId\x12\x19\n" +
+	"\bother_id\x18\x06 \x01(\tR\aotherId\x12\x12\n" +
+	"\x04note\x18\a \x01(\tR\x04note\x126\n" +
+	"\x06filter\x18\b \x01(\v2\x1e.ambit.ledger.v1.HandoffFilterR\x06filter*\xe6\x01\n" +
 	"\fSourceOrigin\x12\x1d\n" +
 	"\x19SOURCE_ORIGIN_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SOURCE_ORIGIN_POLICY\x10\x01\x12\x16\n" +
@@ -1085,7 +1273,15 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\x16CANON_CLASS_DEPRECATED\x10\x05\x12\x17\n" +
 	"\x13CANON_CLASS_UNKNOWN\x10\x06\x12\x1c\n" +
 	"\x18CANON_CLASS_INCONCLUSIVE\x10\a\x12\x14\n" +
-	"\x10CANON_CLASS_HOLD\x10\bB\xc1\x01\n" +
+	"\x10CANON_CLASS_HOLD\x10\b*\xf0\x01\n" +
+	"\x0eTransitionKind\x12\x1f\n" +
+	"\x1bTRANSITION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17TRANSITION_KIND_PROPOSE\x10\x01\x12\x1b\n" +
+	"\x17TRANSITION_KIND_PROMOTE\x10\x02\x12\x1a\n" +
+	"\x16TRANSITION_KIND_REJECT\x10\x03\x12\x1d\n" +
+	"\x19TRANSITION_KIND_SUPERSEDE\x10\x04\x12$\n" +
+	" TRANSITION_KIND_RESOLVE_CONFLICT\x10\x05\x12\"\n" +
+	"\x1eTRANSITION_KIND_DERIVE_HANDOFF\x10\x06B\xc1\x01\n" +
 	"\x13com.ambit.ledger.v1B\vLedgerProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1;ledgerv1\xa2\x02\x03ALX\xaa\x02\x0fAmbit.Ledger.V1\xca\x02\x0fAmbit\\Ledger\\V1\xe2\x02\x1bAmbit\\Ledger\\V1\\GPBMetadata\xea\x02\x11Ambit::Ledger::V1b\x06proto3"
 
 var (
@@ -1100,8 +1296,8 @@ func file_ambit_ledger_v1_ledger_proto_rawDescGZIP() []byte {
 	return file_ambit_ledger_v1_ledger_proto_rawDescData
 }
 
-var file_ambit_ledger_v1_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_ambit_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_ambit_ledger_v1_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_ambit_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_ambit_ledger_v1_ledger_proto_goTypes = []any{
 	(SourceOrigin)(0),             // 0: ambit.ledger.v1.SourceOrigin
 	(AuthorityLevel)(0),           // 1: ambit.ledger.v1.AuthorityLevel
@@ -1111,13 +1307,15 @@ var file_ambit_ledger_v1_ledger_proto_goTypes = []any{
 	(ConflictState)(0),            // 5: ambit.ledger.v1.ConflictState
 	(ItemKind)(0),                 // 6: ambit.ledger.v1.ItemKind
 	(CanonClass)(0),               // 7: ambit.ledger.v1.CanonClass
-	(*CanonItem)(nil),             // 8: ambit.ledger.v1.CanonItem
-	(*ClassifiedItem)(nil),        // 9: ambit.ledger.v1.ClassifiedItem
-	(*Entry)(nil),                 // 10: ambit.ledger.v1.Entry
-	(*HandoffFilter)(nil),         // 11: ambit.ledger.v1.HandoffFilter
-	(*v1.Contract)(nil),           // 12: ambit.contract.v1.Contract
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*v1.Money)(nil),              // 14: ambit.contract.v1.Money
+	(TransitionKind)(0),           // 8: ambit.ledger.v1.TransitionKind
+	(*CanonItem)(nil),             // 9: ambit.ledger.v1.CanonItem
+	(*ClassifiedItem)(nil),        // 10: ambit.ledger.v1.ClassifiedItem
+	(*Entry)(nil),                 // 11: ambit.ledger.v1.Entry
+	(*HandoffFilter)(nil),         // 12: ambit.ledger.v1.HandoffFilter
+	(*Transition)(nil),            // 13: ambit.ledger.v1.Transition
+	(*v1.Contract)(nil),           // 14: ambit.contract.v1.Contract
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*v1.Money)(nil),              // 16: ambit.contract.v1.Money
 }
 var file_ambit_ledger_v1_ledger_proto_depIdxs = []int32{
 	0,  // 0: ambit.ledger.v1.CanonItem.source_origin:type_name -> ambit.ledger.v1.SourceOrigin
@@ -1127,16 +1325,20 @@ var file_ambit_ledger_v1_ledger_proto_depIdxs = []int32{
 	4,  // 4: ambit.ledger.v1.CanonItem.promotion_state:type_name -> ambit.ledger.v1.PromotionState
 	5,  // 5: ambit.ledger.v1.CanonItem.conflict_state:type_name -> ambit.ledger.v1.ConflictState
 	6,  // 6: ambit.ledger.v1.CanonItem.kind:type_name -> ambit.ledger.v1.ItemKind
-	12, // 7: ambit.ledger.v1.CanonItem.contract:type_name -> ambit.contract.v1.Contract
-	8,  // 8: ambit.ledger.v1.ClassifiedItem.item:type_name -> ambit.ledger.v1.CanonItem
+	14, // 7: ambit.ledger.v1.CanonItem.contract:type_name -> ambit.contract.v1.Contract
+	9,  // 8: ambit.ledger.v1.ClassifiedItem.item:type_name -> ambit.ledger.v1.CanonItem
 	7,  // 9: ambit.ledger.v1.ClassifiedItem.class:type_name -> ambit.ledger.v1.CanonClass
-	13, // 10: ambit.ledger.v1.Entry.recorded_at:type_name -> google.protobuf.Timestamp
-	14, // 11: ambit.ledger.v1.HandoffFilter.max_amount:type_name -> ambit.contract.v1.Money
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	15, // 10: ambit.ledger.v1.Entry.recorded_at:type_name -> google.protobuf.Timestamp
+	16, // 11: ambit.ledger.v1.HandoffFilter.max_amount:type_name -> ambit.contract.v1.Money
+	8,  // 12: ambit.ledger.v1.Transition.kind:type_name -> ambit.ledger.v1.TransitionKind
+	15, // 13: ambit.ledger.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	9,  // 14: ambit.ledger.v1.Transition.item:type_name -> ambit.ledger.v1.CanonItem
+	12, // 15: ambit.ledger.v1.Transition.filter:type_name -> ambit.ledger.v1.HandoffFilter
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_ambit_ledger_v1_ledger_proto_init() }
@@ -1149,8 +1351,8 @@ func file_ambit_ledger_v1_ledger_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_ledger_v1_ledger_proto_rawDesc), len(file_ambit_ledger_v1_ledger_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   4,
+			NumEnums:      9,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
