@@ -30,8 +30,15 @@ type Env struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"suite": {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
-		"eval":  {"evaluate one proposal file under one contract file", runEval},
+		"suite":         {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
+		"eval":          {"evaluate one proposal file under one contract file", runEval},
+		"dev init":      {"create a local CA, per-process certificates and signing keys in DIR", runDevInit},
+		"approve":       {"approve a pending approval as a governance identity", runApprove},
+		"reject":        {"reject a pending approval as a governance identity", runReject},
+		"approvals":     {"list pending approvals", runApprovals},
+		"ledger check":  {"run the authority-ledger fixtures (the shipped ones, or those in DIR)", runLedgerCheck},
+		"ledger verify": {"verify the kernel's tamper-evident log and name the first bad entry", runLedgerVerify},
+		"ledger at":     {"list every canon item's class as it was at TIME (RFC 3339)", runLedgerAt},
 	}
 }
 

@@ -91,6 +91,10 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 		actionCount = 1 // the seed's default: this proposal is the task's first action
 	}
 
+	// Only a canonical contract grants anything.
+	if f.ContractClass != "" {
+		d.addReview(Ledger, CodeContractNotCanonical, d.sorted([]string{f.ContractClass}))
+	}
 	// Binding and freshness are checked before any effect.
 	if now.After(c.ValidUntil) {
 		d.addReview(Binding, CodeContractExpired, nil)
@@ -104,6 +108,9 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 	if stateChanged(f, c) {
 		d.addReview(Binding, CodeStateVersionChanged, nil)
 	}
+	if c.Record != "" && f.Record != c.Record {
+		d.addDeny(Binding, CodeRecordOutsideBinding, nil)
+	}
 
 	// E: epistemic aperture. Every check runs so that every reason is
 	// reported, not just the first.
@@ -112,6 +119,9 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 	}
 	if items := d.sourcesOutside(f.Evidence, c.Sources); len(items) > 0 {
 		d.addDeny(Epistemic, CodeSourceOutsideGrant, items)
+	}
+	if c.Record != "" && !citesRecord(f.Evidence, c.Record) {
+		d.addReview(Epistemic, CodeRecordEvidenceMissing, nil)
 	}
 	if oldest(f.Evidence) > c.MaxAgeSeconds {
 		d.addReview(Epistemic, CodeEvidenceTooOld, nil)
@@ -259,6 +269,15 @@ func exceedsCumulative(f *Facts, c *Contract) bool {
 	}
 	// amount > max - prior, written so that it cannot overflow.
 	return f.PriorAmount.Minor > c.MaxCumulative.Minor || f.Amount.Minor > c.MaxCumulative.Minor-f.PriorAmount.Minor
+}
+
+func citesRecord(ev []Evidence, record string) bool {
+	for i := range ev {
+		if ev[i].Record == record {
+			return true
+		}
+	}
+	return false
 }
 
 func oldest(ev []Evidence) int64 {

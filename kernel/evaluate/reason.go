@@ -31,6 +31,8 @@ const (
 	CodeSelfMutationForbidden
 	CodeAllAperturesSatisfied
 	CodeContractNotCanonical
+	CodeRecordOutsideBinding
+	CodeRecordEvidenceMissing
 	codeEnd
 )
 
@@ -58,6 +60,8 @@ var codeNames = [codeEnd]string{
 	CodeSelfMutationForbidden:        "SELF_MUTATION_FORBIDDEN",
 	CodeAllAperturesSatisfied:        "ALL_APERTURES_SATISFIED",
 	CodeContractNotCanonical:         "CONTRACT_NOT_CANONICAL",
+	CodeRecordOutsideBinding:         "RECORD_OUTSIDE_BINDING",
+	CodeRecordEvidenceMissing:        "RECORD_EVIDENCE_MISSING",
 }
 
 // The seed's reason texts, kept word for word.
@@ -85,6 +89,8 @@ var codeTexts = [codeEnd]string{
 	CodeSelfMutationForbidden:        "self mutation is never a model side effect; request a boundary change",
 	CodeAllAperturesSatisfied:        "all three apertures satisfied",
 	CodeContractNotCanonical:         "contract is not canonical",
+	CodeRecordOutsideBinding:         "action concerns a record outside the binding",
+	CodeRecordEvidenceMissing:        "no evidence cites the bound record",
 }
 
 // String returns the stable code, e.g. "AMOUNT_EXCEEDS_HARD_LIMIT".

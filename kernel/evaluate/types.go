@@ -92,6 +92,9 @@ type Contract struct {
 	Purpose      string
 	StateVersion string
 	ValidUntil   time.Time
+	// Record is the authoritative record ("source/key") the contract is
+	// bound to; "" binds none.
+	Record string
 
 	// E
 	Fields        []string
@@ -132,6 +135,7 @@ type Coupling struct {
 // Evidence is one read supporting a proposal.
 type Evidence struct {
 	Source     string
+	Record     string // "source/key" of the record read, when known
 	Fields     []string
 	AgeSeconds int64
 	Provenance Provenance
@@ -143,14 +147,19 @@ type Facts struct {
 	Purpose             string
 	StateVersion        string
 	CurrentStateVersion string // "" when unknown
-	Evidence            []Evidence
-	ActionType          string
-	Destination         string
-	Amount              Money // zero when the action moves no money
-	ActionCount         int32
-	PriorAmount         Money
-	Irreversible        bool
-	ApprovalPresent     bool
-	SelfQueries         []string
-	SelfMutations       []string
+	// Record is the record ("source/key") the action concerns, when known.
+	Record string
+	// ContractClass is the ledger class of the contract when it is not
+	// CANONICAL ("" when it is): such a contract never yields ALLOW.
+	ContractClass   string
+	Evidence        []Evidence
+	ActionType      string
+	Destination     string
+	Amount          Money // zero when the action moves no money
+	ActionCount     int32
+	PriorAmount     Money
+	Irreversible    bool
+	ApprovalPresent bool
+	SelfQueries     []string
+	SelfMutations   []string
 }

@@ -1,0 +1,67 @@
+package authority
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ambitkernel/ambit/kernel/contract"
+	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/store"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+)
+
+// compiled is a contract item ready for evaluation. Compiling is keyed by
+// content hash, so an item is compiled once however often it is used.
+type compiled struct {
+	itemID string
+	hash   string
+	proto  *contractv1.Contract
+	eval   *evaluate.Contract
+}
+
+// bound is a task's contract as it stands at one moment.
+type bound struct {
+	*compiled
+	class ledgerv1.CanonClass
+}
+
+// canonical reports whether the contract may grant anything.
+func (b *bound) canonical() bool { return b.class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL }
+
+// taskContract returns the contract a task is bound to, with its current
+// ledger class.
+func (k *Kernel) taskContract(tx *store.Tx, taskID string) (*bound, error) {
+	itemID, err := tx.TaskItem(taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, refuse(ErrStale, "TASK_NOT_BOUND", "task %q is not bound to a contract; governance binds tasks", taskID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, ok := k.ledger.item(itemID)
+	if !ok || c.Item.GetContract() == nil {
+		return nil, fmt.Errorf("task %q is bound to %q, which is not a contract item in the ledger", taskID, itemID)
+	}
+	cc, err := k.compiled(c.Item.GetCanonItemId(), c.Item.GetContentHash(), c.Item.GetContract())
+	if err != nil {
+		return nil, err
+	}
+	return &bound{compiled: cc, class: c.Class}, nil
+}
+
+func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compiled, error) {
+	if v, ok := k.compile.Load(hash); ok {
+		return v.(*compiled), nil
+	}
+	ev, err := contract.Compile(c)
+	if err != nil {
+		return nil, fmt.Errorf("contract item %q: %w", itemID, err)
+	}
+	if r := c.GetBinding().GetRecord(); r != nil {
+		ev.Record = r.GetSource() + "/" + r.GetKey()
+	}
+	cc := &compiled{itemID: itemID, hash: hash, proto: c, eval: ev}
+	k.compile.Store(hash, cc)
+	return cc, nil
+}

@@ -1,0 +1,287 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/contract"
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"go.uber.org/zap"
+)
+
+// ledgerUpdate runs fn in a write transaction. Should the commit fail after
+// fn changed the in-memory ledger, the ledger is rebuilt from the journal
+// so memory never holds what the log does not.
+func (k *Kernel) ledgerUpdate(ctx context.Context, fn func(tx *store.Tx, now time.Time) error) error {
+	changed := false
+	err := k.store.Update(ctx, func(tx *store.Tx) error {
+		changed = true
+		return fn(tx, k.clock())
+	})
+	if err != nil && changed {
+		if rerr := k.ledger.rebuild(ctx, k.store); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	return canonRefusal(err)
+}
+
+// canonRefusal maps the ledger's refusals onto refusal kinds.
+func canonRefusal(err error) error {
+	if err == nil {
+		return nil
+	}
+	var r *Refusal
+	if errors.As(err, &r) {
+		return err
+	}
+	kind := map[string]error{
+		"invalid_item": ErrInvalid, "invalid_transition": ErrInvalid, "hash_mismatch": ErrInvalid, "invalid_filter": ErrInvalid,
+		"forged_decision": ErrInvalid, "identity_reuse": ErrExists, "unknown_item": ErrNotFound,
+		"not_authorised": ErrDenied, "self_promotion": ErrDenied,
+		"missing_provenance": ErrStale, "unresolved_conflict": ErrStale, "superseded": ErrStale,
+	}[canon.Code(err)]
+	if kind == nil {
+		return err
+	}
+	return &Refusal{Kind: kind, Reason: "LEDGER_" + upper(canon.Code(err)), Message: err.Error()}
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// ProposeItem records a new canon item proposed by actor.
+func (k *Kernel) ProposeItem(ctx context.Context, actor string, item *ledgerv1.CanonItem) (canon.Classified, error) {
+	if item.GetCanonItemId() == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_ITEM", "item.canon_item_id must not be empty")
+	}
+	if c := item.GetContract(); c != nil {
+		if _, err := contract.Compile(c); err != nil {
+			return canon.Classified{}, refuse(ErrInvalid, "INVALID_CONTRACT", "item.contract: %v", err)
+		}
+	}
+	return k.transition(ctx, item.GetCanonItemId(), canon.Transition{Kind: canon.Propose, Actor: actor, Item: item})
+}
+
+// PromoteItem promotes an item; only a principal holding promotion
+// authority for its scope may.
+func (k *Kernel) PromoteItem(ctx context.Context, actor, id string) (canon.Classified, error) {
+	return k.transition(ctx, id, canon.Transition{Kind: canon.Promote, Actor: actor, ItemID: id})
+}
+
+// ResolveConflict records an authorised owner's resolution.
+func (k *Kernel) ResolveConflict(ctx context.Context, actor, id, note string) (canon.Classified, error) {
+	return k.transition(ctx, id, canon.Transition{Kind: canon.ResolveConflict, Actor: actor, ItemID: id, Note: note})
+}
+
+// SupersedeItem replaces old with replacement. Tasks bound to the old item
+// lose their outstanding capabilities: a policy change cancels inherited
+// reach.
+func (k *Kernel) SupersedeItem(ctx context.Context, actor, old, replacement string) (canon.Classified, canon.Classified, error) {
+	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+		if err := k.ledger.apply(tx, canon.Transition{Kind: canon.Supersede, At: now, Actor: actor, ItemID: old, OtherID: replacement}); err != nil {
+			return err
+		}
+		tasks, err := tx.TasksBoundTo(old)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if _, err := k.revoke(tx, "", t, fmt.Sprintf("contract %s superseded by %s", old, replacement), now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return canon.Classified{}, canon.Classified{}, err
+	}
+	o, _ := k.ledger.item(old)
+	n, _ := k.ledger.item(replacement)
+	k.log.Info("ledger", zap.String("transition", "supersede"), zap.String("item", old), zap.String("by", replacement), zap.String("actor", actor))
+	return o, n, nil
+}
+
+// DeriveHandoff derives a child contract for another agent's task from a
+// parent through a declared filter (nil: none, and the child is HOLD).
+func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem string, filter *ledgerv1.HandoffFilter) (canon.Classified, error) {
+	if childItem == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_ITEM", "child_item_id must not be empty")
+	}
+	return k.transition(ctx, childItem, canon.Transition{
+		Kind: canon.DeriveHandoff, Actor: actor, ItemID: parent, Filter: filter,
+		Item: &ledgerv1.CanonItem{CanonItemId: childItem},
+	})
+}
+
+func (k *Kernel) transition(ctx context.Context, id string, t canon.Transition) (canon.Classified, error) {
+	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+		t.At = now
+		return k.ledger.apply(tx, t)
+	})
+	if err != nil {
+		k.log.Info("ledger transition refused", zap.String("transition", t.Kind.String()), zap.String("item", id), zap.String("actor", t.Actor), zap.Error(err))
+		return canon.Classified{}, err
+	}
+	c, _ := k.ledger.item(id)
+	k.log.Info("ledger", zap.String("transition", t.Kind.String()), zap.String("item", id), zap.String("actor", t.Actor), zap.String("class", c.Class.String()))
+	return c, nil
+}
+
+// Items lists every canon item with its class now (at zero) or as the
+// ledger stood at a past instant, and the journal head it was read from.
+func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, string, error) {
+	entries, err := k.store.Entries(ctx, 0, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	head := ""
+	if len(entries) > 0 {
+		head = entries[len(entries)-1].Hash
+	}
+	if at.IsZero() {
+		return k.ledger.all(), head, nil
+	}
+	st, err := foldLedger(entries, at, k.auth)
+	if err != nil {
+		return nil, "", err
+	}
+	return canon.ClassifyAll(st, k.auth), head, nil
+}
+
+// BindTask binds a task to a contract item. The item's binding must name
+// the task, except for a handoff-derived child, which binds the child task.
+// Rebinding revokes the task's outstanding capabilities.
+func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID string) (canon.Classified, error) {
+	if taskID == "" || itemID == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_BINDING", "task_id and contract_item_id are required")
+	}
+	c, ok := k.ledger.item(itemID)
+	switch {
+	case !ok:
+		return c, refuse(ErrNotFound, "ITEM_NOT_FOUND", "canon item %q does not exist", itemID)
+	case c.Item.GetContract() == nil:
+		return c, refuse(ErrInvalid, "NOT_A_CONTRACT", "canon item %q is a %s, not a contract", itemID, c.Item.GetKind())
+	case c.Item.GetHandoffParentRef() == "" && c.Item.GetContract().GetBinding().GetTaskId() != taskID:
+		return c, refuse(ErrInvalid, "BINDING_MISMATCH", "contract %q is bound to task %q, not %q", itemID, c.Item.GetContract().GetBinding().GetTaskId(), taskID)
+	}
+	err := k.store.Update(ctx, func(tx *store.Tx) error {
+		now := k.clock()
+		prev, err := tx.TaskItem(taskID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if prev == itemID {
+			return nil
+		}
+		if err := tx.BindTask(taskID, itemID, now); err != nil {
+			return err
+		}
+		if _, err := tx.Append(now, "task.bind", taskID, []byte(itemID)); err != nil {
+			return err
+		}
+		if prev != "" {
+			_, err = k.revoke(tx, "", taskID, fmt.Sprintf("task rebound from %s to %s", prev, itemID), now)
+		}
+		return err
+	})
+	if err != nil {
+		return c, err
+	}
+	k.log.Info("task bound", zap.String("task", taskID), zap.String("item", itemID), zap.String("actor", actor), zap.String("class", c.Class.String()))
+	return c, nil
+}
+
+// Approvals lists approvals in a state (pending by default).
+func (k *Kernel) Approvals(ctx context.Context, state kernelv1.ApprovalState) ([]*kernelv1.Approval, error) {
+	if state == kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED {
+		state = kernelv1.ApprovalState_APPROVAL_STATE_PENDING
+	}
+	var out []*kernelv1.Approval
+	err := k.store.View(ctx, func(tx *store.Tx) error {
+		rows, err := tx.Approvals(state)
+		for _, r := range rows {
+			out = append(out, r.Body)
+		}
+		return err
+	})
+	return out, err
+}
+
+// DecideApproval approves or rejects a pending approval. The approver is a
+// governance identity: never the agent that asked.
+func (k *Kernel) DecideApproval(ctx context.Context, actor, id string, approve bool, note string) (*kernelv1.Approval, error) {
+	var out *kernelv1.Approval
+	err := k.store.Update(ctx, func(tx *store.Tx) error {
+		now := k.clock()
+		a, err := tx.Approval(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return refuse(ErrNotFound, "APPROVAL_NOT_FOUND", "approval %q does not exist", id)
+		}
+		if err != nil {
+			return err
+		}
+		if st := a.Body.GetState(); st != kernelv1.ApprovalState_APPROVAL_STATE_PENDING {
+			return refuse(ErrStale, "APPROVAL_NOT_PENDING", "approval %q is %s, not pending", id, st)
+		}
+		a.Body.State = kernelv1.ApprovalState_APPROVAL_STATE_REJECTED
+		if approve {
+			a.Body.State = kernelv1.ApprovalState_APPROVAL_STATE_APPROVED
+		}
+		a.Body.DecidedBy, a.Body.Note = actor, note
+		if err := tx.UpdateApproval(a); err != nil {
+			return err
+		}
+		if _, err := tx.Append(now, "approval.decide", id, []byte(a.Body.GetState().String()+" by "+actor)); err != nil {
+			return err
+		}
+		out = a.Body
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.log.Info("approval", zap.String("approval", id), zap.String("state", out.GetState().String()), zap.String("actor", actor))
+	return out, nil
+}
+
+// Commitments lists a task's commitments (all tasks' for an empty id).
+func (k *Kernel) Commitments(ctx context.Context, taskID string) ([]*agentv1.Commitment, error) {
+	var out []*agentv1.Commitment
+	err := k.store.View(ctx, func(tx *store.Tx) error {
+		caps, err := tx.Capabilities(taskID)
+		for _, c := range caps {
+			out = append(out, commitment(c))
+		}
+		return err
+	})
+	return out, err
+}
+
+// Entries pages through the journal.
+func (k *Kernel) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
+	return k.store.Entries(ctx, after, limit)
+}
+
+// VerifyLog recomputes the whole journal's hash chain.
+func (k *Kernel) VerifyLog(ctx context.Context) (journal.Report, error) {
+	entries, err := k.store.Entries(ctx, 0, 0)
+	if err != nil {
+		return journal.Report{}, err
+	}
+	return journal.Verify(entries), nil
+}

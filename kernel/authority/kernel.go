@@ -1,0 +1,125 @@
+package authority
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/store"
+	"github.com/ambitkernel/ambit/sdk/envelope"
+	"go.uber.org/zap"
+)
+
+// Peers names the signing keys the kernel trusts for each adapter role. A
+// receipt is accepted only from a key of the matching role.
+type Peers struct {
+	Evidence []string
+	Action   []string
+	Verifier []string
+}
+
+// Options configure a Kernel.
+type Options struct {
+	Store  *store.Store
+	Signer *envelope.Signer
+	// Keys holds the public keys of every peer named in Peers and the
+	// kernel's own.
+	Keys  envelope.Keyring
+	Peers Peers
+	// Authorities decide who may promote at each ledger scope.
+	Authorities canon.Authorities
+	// CapabilityTTL bounds a capability's life (default 5 minutes).
+	CapabilityTTL time.Duration
+	Clock         func() time.Time
+	Log           *zap.Logger
+	// NewID returns a fresh identifier with the prefix; random by default.
+	NewID func(prefix string) string
+}
+
+// Kernel is the authority kernel's core. It is safe for concurrent use.
+type Kernel struct {
+	store   *store.Store
+	signer  *envelope.Signer
+	self    envelope.Keyring
+	ev      envelope.Keyring
+	act     envelope.Keyring
+	ver     envelope.Keyring
+	auth    canon.Authorities
+	ttl     time.Duration
+	now     func() time.Time
+	log     *zap.Logger
+	newID   func(string) string
+	ledger  *ledger
+	compile sync.Map // content hash → *compiled
+}
+
+// New builds a kernel over an opened store and replays the authority
+// ledger from its journal.
+func New(ctx context.Context, o Options) (*Kernel, error) {
+	if o.Store == nil || o.Signer == nil || o.Log == nil {
+		return nil, errors.New("authority: store, signer and log are required")
+	}
+	pick := func(ids []string) (envelope.Keyring, error) {
+		ring := envelope.Keyring{}
+		for _, id := range ids {
+			pub, ok := o.Keys[id]
+			if !ok {
+				return nil, fmt.Errorf("authority: no public key for peer %q", id)
+			}
+			ring[id] = pub
+		}
+		return ring, nil
+	}
+	k := &Kernel{
+		store:  o.Store,
+		signer: o.Signer,
+		auth:   o.Authorities,
+		ttl:    o.CapabilityTTL,
+		now:    o.Clock,
+		log:    o.Log,
+		newID:  o.NewID,
+	}
+	var err error
+	if k.self, err = pick([]string{o.Signer.KeyID()}); err != nil {
+		return nil, err
+	}
+	if k.ev, err = pick(o.Peers.Evidence); err != nil {
+		return nil, err
+	}
+	if k.act, err = pick(o.Peers.Action); err != nil {
+		return nil, err
+	}
+	if k.ver, err = pick(o.Peers.Verifier); err != nil {
+		return nil, err
+	}
+	if k.ttl <= 0 {
+		k.ttl = 5 * time.Minute
+	}
+	if k.now == nil {
+		k.now = time.Now
+	}
+	if k.newID == nil {
+		k.newID = randomID
+	}
+	if k.ledger, err = replayLedger(ctx, o.Store, o.Authorities); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+func randomID(prefix string) string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("authority: no randomness: %v", err))
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// clock returns the current instant in UTC, truncated to microseconds so
+// that times survive the round trip through the store unchanged.
+func (k *Kernel) clock() time.Time { return k.now().UTC().Truncate(time.Microsecond) }

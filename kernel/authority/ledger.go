@@ -1,0 +1,137 @@
+package authority
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/store"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// journalKindCanon marks ledger transitions in the journal; replaying them
+// in order rebuilds the ledger.
+const journalKindCanon = "canon"
+
+// ledger is the authority ledger held in memory: the fold of every canon
+// transition in the journal, with each item's class computed once per
+// change.
+type ledger struct {
+	mu      sync.RWMutex
+	auth    canon.Authorities
+	state   *canon.State
+	classes map[string]canon.Classified
+	order   []string
+}
+
+func replayLedger(ctx context.Context, s *store.Store, auth canon.Authorities) (*ledger, error) {
+	entries, err := s.Entries(ctx, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replay ledger: %w", err)
+	}
+	l := &ledger{auth: auth}
+	st, err := foldLedger(entries, time.Time{}, auth)
+	if err != nil {
+		return nil, err
+	}
+	l.set(st)
+	return l, nil
+}
+
+// foldLedger applies the canon transitions among entries, up to until (zero:
+// all of them).
+func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities) (*canon.State, error) {
+	st := &canon.State{}
+	for _, e := range entries {
+		if e.Kind != journalKindCanon {
+			continue
+		}
+		var p ledgerv1.Transition
+		if err := proto.Unmarshal(e.Body, &p); err != nil {
+			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
+		}
+		t, err := canon.TransitionFromProto(&p)
+		if err != nil {
+			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
+		}
+		if !until.IsZero() && t.At.After(until) {
+			break
+		}
+		if err := st.Apply(t, auth); err != nil {
+			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
+		}
+	}
+	return st, nil
+}
+
+func (l *ledger) set(st *canon.State) {
+	l.state = st
+	all := canon.ClassifyAll(st, l.auth)
+	l.classes = make(map[string]canon.Classified, len(all))
+	l.order = l.order[:0]
+	for _, c := range all {
+		id := c.Item.GetCanonItemId()
+		l.classes[id] = c
+		l.order = append(l.order, id)
+	}
+}
+
+// item returns an item and its class.
+func (l *ledger) item(id string) (canon.Classified, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	c, ok := l.classes[id]
+	return c, ok
+}
+
+// all returns every item in first-recorded order.
+func (l *ledger) all() []canon.Classified {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]canon.Classified, 0, len(l.order))
+	for _, id := range l.order {
+		out = append(out, l.classes[id])
+	}
+	return out
+}
+
+// apply validates t against the ledger, appends it to the journal in tx and
+// applies it in memory. The caller holds the store's write transaction, so
+// no other change interleaves; if the transaction later fails to commit,
+// rebuild restores the ledger from the journal.
+func (l *ledger) apply(tx *store.Tx, t canon.Transition) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.state.Apply(t, l.auth); err != nil {
+		return err
+	}
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(t.Proto())
+	if err != nil {
+		return err
+	}
+	ref := t.ItemID
+	if t.Item != nil {
+		ref = t.Item.GetCanonItemId()
+	}
+	if _, err := tx.Append(t.At, journalKindCanon, ref, body); err != nil {
+		return err
+	}
+	l.set(l.state)
+	return nil
+}
+
+// rebuild reloads the ledger from the journal after a failed commit.
+func (l *ledger) rebuild(ctx context.Context, s *store.Store) error {
+	fresh, err := replayLedger(ctx, s, l.auth)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.set(fresh.state)
+	return nil
+}

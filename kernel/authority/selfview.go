@@ -1,0 +1,177 @@
+package authority
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// The self-facts the kernel can answer. Anything else (thresholds,
+// credentials, the contract) is never answered, whatever a contract says.
+var answerable = []string{"capabilities", "uncertainty", "commitments", "expiry"}
+
+// SelfView answers the operational self-facts asked for, and only if the
+// task's reflexive aperture makes every one of them visible.
+func (k *Kernel) SelfView(ctx context.Context, taskID string, facts []string) (*agentv1.GetSelfViewResponse, error) {
+	if taskID == "" || len(facts) == 0 {
+		return nil, refuse(ErrInvalid, "INVALID_SELF_VIEW", "task_id and at least one fact are required")
+	}
+	out := &agentv1.GetSelfViewResponse{}
+	err := k.store.View(ctx, func(tx *store.Tx) error {
+		now := k.clock()
+		b, err := k.taskContract(tx, taskID)
+		if err != nil {
+			return err
+		}
+		if hidden := evaluate.OutsideView(b.eval, facts); len(hidden) > 0 {
+			return refuse(ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", "self facts outside the view of task %q: %v", taskID, hidden)
+		}
+		var unanswerable []string
+		for _, f := range facts {
+			if !slices.Contains(answerable, f) {
+				unanswerable = append(unanswerable, f)
+			}
+		}
+		if len(unanswerable) > 0 {
+			return refuse(ErrDenied, "SELF_FACTS_NEVER_ANSWERED", "the kernel never reveals %v to an agent", unanswerable)
+		}
+		caps, err := tx.Capabilities(taskID)
+		if err != nil {
+			return err
+		}
+		for _, f := range facts {
+			switch f {
+			case "capabilities":
+				out.Capabilities = k.available(b, caps, now)
+			case "uncertainty":
+				if out.Uncertainty, err = k.uncertainty(tx, b, taskID, caps, now); err != nil {
+					return err
+				}
+			case "commitments":
+				out.Commitments = []*agentv1.Commitment{}
+				for _, c := range caps {
+					out.Commitments = append(out.Commitments, commitment(c))
+				}
+			case "expiry":
+				out.ExpiresAt = timestamppb.New(b.eval.ValidUntil)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		k.log.Info("self-view refused", zap.String("task", taskID), zap.Strings("facts", facts), zap.Error(err))
+		return nil, err
+	}
+	return out, nil
+}
+
+// available lists the action types the agent could still propose: none
+// under a non-canonical or expired contract or once the count is used up.
+// No limit is revealed.
+func (k *Kernel) available(b *bound, caps []store.Capability, now time.Time) []string {
+	if !b.canonical() || now.After(b.eval.ValidUntil) {
+		return []string{}
+	}
+	used := int32(0)
+	for _, c := range caps {
+		if counts(c, now) {
+			used++
+		}
+	}
+	if used >= b.eval.MaxActions {
+		return []string{}
+	}
+	return slices.Clone(b.eval.ActionTypes)
+}
+
+func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {
+	out := []string{}
+	if !b.canonical() {
+		out = append(out, fmt.Sprintf("contract is %s, not canonical: nothing can be granted", b.class))
+	}
+	if now.After(b.eval.ValidUntil) {
+		out = append(out, "contract expired")
+	}
+	if r := b.proto.GetBinding().GetRecord(); r != nil && b.eval.StateVersion != "*" {
+		v, ok, err := tx.RecordVersion(r.GetSource(), r.GetKey())
+		if err != nil {
+			return nil, err
+		}
+		if ok && v != b.eval.StateVersion {
+			out = append(out, fmt.Sprintf("state version changed: the contract is bound to %s, the record is now at %s", b.eval.StateVersion, v))
+		}
+	}
+	for _, c := range caps {
+		switch c.Status {
+		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED:
+			out = append(out, fmt.Sprintf("capability %s revoked: %s", c.CapabilityID, c.Note))
+		case agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED:
+			out = append(out, fmt.Sprintf("commitment %s failed readback: %s", c.CapabilityID, c.Note))
+		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
+			out = append(out, fmt.Sprintf("commitment %s awaits %s", c.CapabilityID, map[bool]string{true: "its effect receipt", false: "readback"}[c.Status == agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED]))
+		}
+	}
+	approvals, err := tx.OpenApprovals("", taskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range approvals {
+		if a.Body.GetState() == kernelv1.ApprovalState_APPROVAL_STATE_PENDING {
+			out = append(out, fmt.Sprintf("approval %s pending", a.Body.GetApprovalId()))
+		} else {
+			out = append(out, fmt.Sprintf("approval %s granted: resubmit the proposal with it", a.Body.GetApprovalId()))
+		}
+	}
+	return out, nil
+}
+
+// BoundaryChange records an agent's request to change its boundary as a
+// PROVISIONAL governance item with agent origin and no authority. The
+// running contract is untouched (coupling rule 4).
+func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description string) (canon.Classified, error) {
+	if taskID == "" || description == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "task_id and description are required")
+	}
+	if len(description) > 4096 {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "description is longer than 4096 bytes")
+	}
+	id := k.newID("brq-")
+	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+		if _, err := k.taskContract(tx, taskID); err != nil {
+			return err
+		}
+		return k.ledger.apply(tx, canon.Transition{
+			Kind:  canon.Propose,
+			At:    now,
+			Actor: agent,
+			Item: &ledgerv1.CanonItem{
+				CanonItemId:    id,
+				SourceOrigin:   ledgerv1.SourceOrigin_SOURCE_ORIGIN_AGENT,
+				AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_NONE,
+				ProvenanceRef:  fmt.Sprintf("agent:%s/task:%s", agent, taskID),
+				Scope:          ledgerv1.Scope_SCOPE_TASK,
+				Lifetime:       ledgerv1.Lifetime_LIFETIME_TASK,
+				PromotionState: ledgerv1.PromotionState_PROMOTION_STATE_PROPOSED,
+				ConflictState:  ledgerv1.ConflictState_CONFLICT_STATE_NONE,
+				Kind:           ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST,
+				Text:           description,
+			},
+		})
+	})
+	if err != nil {
+		return canon.Classified{}, err
+	}
+	c, _ := k.ledger.item(id)
+	k.log.Info("boundary change requested", zap.String("item", id), zap.String("task", taskID), zap.String("agent", agent), zap.String("class", c.Class.String()))
+	return c, nil
+}

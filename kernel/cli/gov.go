@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"github.com/ambitkernel/ambit/sdk/money"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
+)
+
+// govFlags are the flags every command that talks to a kernel's governance
+// listener shares.
+type govFlags struct {
+	kernel, pkiDir, as string
+	timeout            time.Duration
+}
+
+func (g *govFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener")
+	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "directory of the dev PKI (ambitctl dev init)")
+	fs.StringVar(&g.as, "as", "governance", "identity to act as (a governance certificate in --pki)")
+	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "deadline for the call")
+}
+
+func (g *govFlags) dial(ctx context.Context) (kernelv1.GovernanceServiceClient, func(), error) {
+	tlsCfg, err := pki.ClientTLS(g.pkiDir, g.as)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := serve.Dial(ctx, g.kernel, tlsCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kernelv1.NewGovernanceServiceClient(conn), func() { _ = conn.Close() }, nil
+}
+
+func runApprove(ctx context.Context, env *Env, args []string) error {
+	return decideApproval(ctx, env, args, true)
+}
+
+func runReject(ctx context.Context, env *Env, args []string) error {
+	return decideApproval(ctx, env, args, false)
+}
+
+func decideApproval(ctx context.Context, env *Env, args []string, approve bool) error {
+	name := map[bool]string{true: "approve", false: "reject"}[approve]
+	fs := newFlags(env, name)
+	var g govFlags
+	g.register(fs)
+	note := fs.String("note", "", "why")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: %s [flags] APPROVAL_ID", ErrUsage, name)
+	}
+	client, done, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	resp, err := client.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: fs.Arg(0), Approve: approve, Note: *note})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, fs.Arg(0), err)
+	}
+	a := resp.GetApproval()
+	fmt.Fprintf(env.Stdout, "%s %s by %s (task %s)\n", a.GetApprovalId(), strings.TrimPrefix(a.GetState().String(), "APPROVAL_STATE_"), a.GetDecidedBy(), a.GetTaskId())
+	return nil
+}
+
+func runApprovals(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "approvals")
+	var g govFlags
+	g.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	client, done, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	resp, err := client.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{})
+	if err != nil {
+		return fmt.Errorf("list approvals: %w", err)
+	}
+	if len(resp.GetApprovals()) == 0 {
+		fmt.Fprintln(env.Stdout, "no pending approvals")
+	}
+	for _, a := range resp.GetApprovals() {
+		var why []string
+		for _, r := range a.GetReasons() {
+			why = append(why, r.GetCode())
+		}
+		amount := ""
+		if r := a.GetAction().GetRefund(); r != nil {
+			amount = " refund " + money.Format(r.GetAmount()) + " on " + r.GetClaimId()
+		}
+		fmt.Fprintf(env.Stdout, "%s  task %s%s  (%s)\n", a.GetApprovalId(), a.GetTaskId(), amount, strings.Join(why, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	_ "modernc.org/sqlite" // read a stopped kernel's log
+)
+
+func runLedgerCheck(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "ledger check")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var fixtures []canon.Fixture
+	var err error
+	switch fs.NArg() {
+	case 0:
+		fixtures, err = canon.ShippedFixtures()
+	case 1:
+		fixtures, err = canon.LoadFixtureDir(fs.Arg(0))
+	default:
+		return fmt.Errorf("%w: ledger check [DIR]", ErrUsage)
+	}
+	if err != nil {
+		return err
+	}
+	if len(fixtures) == 0 {
+		return fmt.Errorf("ledger check: no fixtures found")
+	}
+	failed := 0
+	for _, f := range fixtures {
+		r := canon.Run(f)
+		printFixture(env.Stdout, r)
+		if !r.Pass {
+			failed++
+		}
+	}
+	fmt.Fprintf(env.Stdout, "%d fixtures, %d passed, %d failed\n", len(fixtures), len(fixtures)-failed, failed)
+	if failed > 0 {
+		return ErrFailed
+	}
+	return nil
+}
+
+func short(c fmt.Stringer) string { return strings.TrimPrefix(c.String(), "CANON_CLASS_") }
+
+func printFixture(w io.Writer, r canon.FixtureResult) {
+	verdict := map[bool]string{true: "PASS", false: "FAIL"}
+	var items []string
+	for _, it := range r.Items {
+		if !it.At.IsZero() {
+			continue
+		}
+		items = append(items, fmt.Sprintf("%s expected %s computed %s", it.ID, short(it.Expected), short(it.Computed)))
+	}
+	fmt.Fprintf(w, "%s  %s: %s\n", verdict[r.Pass], r.Name, strings.Join(items, "; "))
+	if r.Pass {
+		return
+	}
+	for _, it := range r.Items {
+		if !it.Pass {
+			at := "end"
+			if !it.At.IsZero() {
+				at = it.At.Format(time.RFC3339)
+			}
+			fmt.Fprintf(w, "      item %s at %s: expected %s, computed %s (%s)\n", it.ID, at, short(it.Expected), short(it.Computed), strings.Join(it.Reasons, "; "))
+		}
+	}
+	for _, s := range r.Steps {
+		if !s.Pass {
+			fmt.Fprintf(w, "      step %d (%s): expected refusal %q, got %q %s\n", s.Index, s.Kind, s.ExpectError, s.GotError, s.Err)
+		}
+	}
+	for _, c := range r.Contracts {
+		if !c.Pass {
+			fmt.Fprintf(w, "      contract %s differs:\n%s\n", c.ID, c.Diff)
+		}
+	}
+}
+
+func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "ledger verify")
+	var g govFlags
+	g.register(fs)
+	db := fs.String("db", "", "verify this kernel database file directly (the kernel may be stopped) instead of asking --kernel")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var r journal.Report
+	if *db != "" {
+		entries, err := readJournal(ctx, *db)
+		if err != nil {
+			return err
+		}
+		r = journal.Verify(entries)
+	} else {
+		client, done, err := g.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		resp, err := client.VerifyLog(ctx, &kernelv1.VerifyLogRequest{})
+		if err != nil {
+			return fmt.Errorf("verify log: %w", err)
+		}
+		r = journal.Report{OK: resp.GetOk(), Entries: resp.GetEntries(), FirstBad: resp.GetFirstBadSeq(), Problem: resp.GetProblem(), Head: resp.GetHead()}
+	}
+	if !r.OK {
+		fmt.Fprintf(env.Stdout, "FAIL  entry %d: %s\n", r.FirstBad, r.Problem)
+		return ErrFailed
+	}
+	fmt.Fprintf(env.Stdout, "OK  %d entries, head %s\n", r.Entries, r.Head)
+	return nil
+}
+
+// readJournal opens a kernel database read-only and reads its journal.
+func readJournal(ctx context.Context, path string) ([]journal.Entry, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer db.Close()
+	return journal.Read(ctx, db, 0, 0)
+}
+
+func runLedgerAt(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "ledger at")
+	var g govFlags
+	g.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	req := &kernelv1.ListItemsRequest{}
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		at, err := time.Parse(time.RFC3339Nano, fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("%w: ledger at TIME: %w", ErrUsage, err)
+		}
+		req.At = timestamppb.New(at)
+	default:
+		return fmt.Errorf("%w: ledger at [TIME]", ErrUsage)
+	}
+	client, done, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	resp, err := client.ListItems(ctx, req)
+	if err != nil {
+		return fmt.Errorf("list items: %w", err)
+	}
+	for _, it := range resp.GetItems() {
+		fmt.Fprintf(env.Stdout, "%-24s %-18s %-20s %s\n", it.GetItem().GetCanonItemId(), short(it.GetClass()),
+			strings.TrimPrefix(it.GetItem().GetKind().String(), "ITEM_KIND_"), strings.Join(it.GetReasons(), "; "))
+	}
+	fmt.Fprintf(env.Stdout, "ledger head %s\n", resp.GetLedgerHead())
+	return nil
+}

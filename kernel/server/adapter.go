@@ -1,0 +1,87 @@
+package server
+
+import (
+	"context"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+)
+
+// AdapterPolicy opens each adapter method to the one role that uses it.
+func AdapterPolicy() serve.Policy {
+	svc := "/" + kernelv1.AdapterService_ServiceDesc.ServiceName + "/"
+	return serve.Policy{
+		svc + "AuthorizeRead":    {pki.RoleEvidence},
+		svc + "RecordEvidence":   {pki.RoleEvidence},
+		svc + "RedeemCapability": {pki.RoleAction},
+		svc + "RecordEffect":     {pki.RoleAction},
+		svc + "RecordReadback":   {pki.RoleVerifier},
+	}
+}
+
+// Adapter serves ambit.kernel.v1.AdapterService.
+type Adapter struct {
+	kernelv1.UnimplementedAdapterServiceServer
+	K *authority.Kernel
+}
+
+// AuthorizeRead checks a read before it happens.
+func (s *Adapter) AuthorizeRead(ctx context.Context, req *kernelv1.AuthorizeReadRequest) (*kernelv1.AuthorizeReadResponse, error) {
+	prov, err := s.K.AuthorizeRead(ctx, authority.Read{
+		TaskID: req.GetTaskId(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
+	})
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.AuthorizeReadResponse{Provenance: prov}, nil
+}
+
+// RecordEvidence logs an evidence receipt signed by the calling adapter.
+func (s *Adapter) RecordEvidence(ctx context.Context, req *kernelv1.RecordEvidenceRequest) (*kernelv1.RecordEvidenceResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.K.RecordEvidence(ctx, who, req.GetReceipt())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.RecordEvidenceResponse{StateChanged: r.StateChanged, RevokedCapabilityIds: r.Revoked}, nil
+}
+
+// RedeemCapability redeems a capability once.
+func (s *Adapter) RedeemCapability(ctx context.Context, req *kernelv1.RedeemCapabilityRequest) (*kernelv1.RedeemCapabilityResponse, error) {
+	r, err := s.K.Redeem(ctx, req.GetCapability(), req.GetAction(), req.GetIdempotencyKey())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.RedeemCapabilityResponse{First: r.First, Commitment: r.Commitment}, nil
+}
+
+// RecordEffect logs an effect receipt signed by the calling adapter.
+func (s *Adapter) RecordEffect(ctx context.Context, req *kernelv1.RecordEffectRequest) (*kernelv1.RecordEffectResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.RecordEffect(ctx, who, req.GetReceipt())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.RecordEffectResponse{Commitment: c}, nil
+}
+
+// RecordReadback logs a readback receipt signed by the calling verifier.
+func (s *Adapter) RecordReadback(ctx context.Context, req *kernelv1.RecordReadbackRequest) (*kernelv1.RecordReadbackResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.RecordReadback(ctx, who, req.GetReceipt())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.RecordReadbackResponse{Commitment: c}, nil
+}

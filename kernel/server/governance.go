@@ -1,0 +1,200 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// GovernancePolicy opens the governance service to governance identities.
+func GovernancePolicy() serve.Policy {
+	p := serve.Policy{}
+	for _, m := range kernelv1.GovernanceService_ServiceDesc.Methods {
+		p["/"+kernelv1.GovernanceService_ServiceDesc.ServiceName+"/"+m.MethodName] = []pki.Role{pki.RoleGovernance}
+	}
+	return p
+}
+
+// Governance serves ambit.kernel.v1.GovernanceService.
+type Governance struct {
+	kernelv1.UnimplementedGovernanceServiceServer
+	K *authority.Kernel
+}
+
+func classified(c canon.Classified) *ledgerv1.ClassifiedItem { return c.Proto() }
+
+// ProposeItem records a canon item.
+func (s *Governance) ProposeItem(ctx context.Context, req *kernelv1.ProposeItemRequest) (*kernelv1.ProposeItemResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.ProposeItem(ctx, who, req.GetItem())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ProposeItemResponse{Item: classified(c)}, nil
+}
+
+// PromoteItem promotes an item as the calling principal.
+func (s *Governance) PromoteItem(ctx context.Context, req *kernelv1.PromoteItemRequest) (*kernelv1.PromoteItemResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.PromoteItem(ctx, who, req.GetCanonItemId())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.PromoteItemResponse{Item: classified(c)}, nil
+}
+
+// SupersedeItem replaces an item.
+func (s *Governance) SupersedeItem(ctx context.Context, req *kernelv1.SupersedeItemRequest) (*kernelv1.SupersedeItemResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, n, err := s.K.SupersedeItem(ctx, who, req.GetOldItemId(), req.GetNewItemId())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.SupersedeItemResponse{OldItem: classified(o), NewItem: classified(n)}, nil
+}
+
+// ResolveConflict resolves a conflict.
+func (s *Governance) ResolveConflict(ctx context.Context, req *kernelv1.ResolveConflictRequest) (*kernelv1.ResolveConflictResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.ResolveConflict(ctx, who, req.GetCanonItemId(), req.GetNote())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ResolveConflictResponse{Item: classified(c)}, nil
+}
+
+// ListItems lists items with their classes, now or at a past instant.
+func (s *Governance) ListItems(ctx context.Context, req *kernelv1.ListItemsRequest) (*kernelv1.ListItemsResponse, error) {
+	var at time.Time
+	if req.GetAt() != nil {
+		if err := req.GetAt().CheckValid(); err != nil {
+			return nil, invalid("at: " + err.Error())
+		}
+		at = req.GetAt().AsTime()
+	}
+	items, head, err := s.K.Items(ctx, at)
+	if err != nil {
+		return nil, Status(err)
+	}
+	out := &kernelv1.ListItemsResponse{LedgerHead: head}
+	for _, c := range items {
+		out.Items = append(out.Items, classified(c))
+	}
+	return out, nil
+}
+
+// BindTask binds a task to a contract item.
+func (s *Governance) BindTask(ctx context.Context, req *kernelv1.BindTaskRequest) (*kernelv1.BindTaskResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.BindTask(ctx, who, req.GetTaskId(), req.GetContractItemId())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.BindTaskResponse{Item: classified(c)}, nil
+}
+
+// DeriveHandoff derives a child contract through a declared filter.
+func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHandoffRequest) (*kernelv1.DeriveHandoffResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.K.DeriveHandoff(ctx, who, req.GetParentItemId(), req.GetChildItemId(), req.GetFilter())
+	if err != nil {
+		return nil, Status(err)
+	}
+	if req.GetChildTaskId() != "" {
+		if c, err = s.K.BindTask(ctx, who, req.GetChildTaskId(), req.GetChildItemId()); err != nil {
+			return nil, Status(err)
+		}
+	}
+	return &kernelv1.DeriveHandoffResponse{Item: classified(c)}, nil
+}
+
+// ListApprovals lists approvals.
+func (s *Governance) ListApprovals(ctx context.Context, req *kernelv1.ListApprovalsRequest) (*kernelv1.ListApprovalsResponse, error) {
+	a, err := s.K.Approvals(ctx, req.GetState())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ListApprovalsResponse{Approvals: a}, nil
+}
+
+// DecideApproval approves or rejects.
+func (s *Governance) DecideApproval(ctx context.Context, req *kernelv1.DecideApprovalRequest) (*kernelv1.DecideApprovalResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.K.DecideApproval(ctx, who, req.GetApprovalId(), req.GetApprove(), req.GetNote())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.DecideApprovalResponse{Approval: a}, nil
+}
+
+// ListCommitments lists commitments.
+func (s *Governance) ListCommitments(ctx context.Context, req *kernelv1.ListCommitmentsRequest) (*kernelv1.ListCommitmentsResponse, error) {
+	c, err := s.K.Commitments(ctx, req.GetTaskId())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ListCommitmentsResponse{Commitments: c}, nil
+}
+
+// ListEntries pages through the journal.
+func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesRequest) (*kernelv1.ListEntriesResponse, error) {
+	limit := int(req.GetLimit())
+	switch {
+	case limit < 0:
+		return nil, invalid("limit must not be negative")
+	case limit == 0:
+		limit = 100
+	case limit > 1000:
+		limit = 1000
+	}
+	entries, err := s.K.Entries(ctx, req.GetAfterSeq(), limit)
+	if err != nil {
+		return nil, Status(err)
+	}
+	out := &kernelv1.ListEntriesResponse{}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, &ledgerv1.Entry{
+			Seq: e.Seq, RecordedAt: timestamppb.New(e.At), Kind: e.Kind, Ref: e.Ref,
+			Body: e.Body, PrevHash: e.PrevHash, Hash: e.Hash,
+		})
+	}
+	return out, nil
+}
+
+// VerifyLog verifies the journal's chain.
+func (s *Governance) VerifyLog(ctx context.Context, _ *kernelv1.VerifyLogRequest) (*kernelv1.VerifyLogResponse, error) {
+	r, err := s.K.VerifyLog(ctx)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.VerifyLogResponse{Ok: r.OK, Entries: r.Entries, FirstBadSeq: r.FirstBad, Problem: r.Problem, Head: r.Head}, nil
+}
+

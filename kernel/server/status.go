@@ -1,0 +1,49 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Domain names Ambit in ErrorInfo details.
+const Domain = "ambit"
+
+// Status maps an error from package authority to a gRPC status. A refusal
+// keeps its message and carries its reason as ErrorInfo; anything else is
+// returned as is, and the serving interceptor logs it and answers Internal
+// without the cause.
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	var r *authority.Refusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	code := codes.Unknown
+	switch {
+	case errors.Is(r.Kind, authority.ErrInvalid):
+		code = codes.InvalidArgument
+	case errors.Is(r.Kind, authority.ErrDenied):
+		code = codes.PermissionDenied
+	case errors.Is(r.Kind, authority.ErrStale):
+		code = codes.FailedPrecondition
+	case errors.Is(r.Kind, authority.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(r.Kind, authority.ErrExists):
+		code = codes.AlreadyExists
+	}
+	st := status.New(code, r.Message)
+	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: r.Reason, Domain: Domain}); derr == nil {
+		st = withInfo
+	}
+	return st.Err()
+}
+
+func invalid(msg string) error {
+	return Status(&authority.Refusal{Kind: authority.ErrInvalid, Reason: "INVALID_REQUEST", Message: msg})
+}

@@ -1,0 +1,319 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// BindTask binds a task to a contract item, replacing any earlier binding.
+func (t *Tx) BindTask(taskID, itemID string, at time.Time) error {
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, bound_at) VALUES (?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET contract_item_id = excluded.contract_item_id, bound_at = excluded.bound_at`,
+		taskID, itemID, ts(at))
+	if err != nil {
+		return fmt.Errorf("bind task %q: %w", taskID, err)
+	}
+	return nil
+}
+
+// TaskItem returns the contract item a task is bound to.
+func (t *Tx) TaskItem(taskID string) (string, error) {
+	var id string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT contract_item_id FROM tasks WHERE task_id = ?`, taskID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("task %q: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("task %q: %w", taskID, err)
+	}
+	return id, nil
+}
+
+// TasksBoundTo lists the tasks bound to a contract item.
+func (t *Tx) TasksBoundTo(itemID string) ([]string, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`, itemID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks bound to %q: %w", itemID, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// RecordVersion returns the last state version observed for a record.
+func (t *Tx) RecordVersion(source, key string) (string, bool, error) {
+	var v string
+	record := source + "/" + key
+	err := t.tx.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("record %q: %w", record, err)
+	}
+	return v, true, nil
+}
+
+// SetRecordVersion notes a record's observed state version.
+func (t *Tx) SetRecordVersion(source, key, version string, at time.Time) error {
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO records (source, record_key, state_version, seen_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (source, record_key) DO UPDATE SET state_version = excluded.state_version, seen_at = excluded.seen_at`,
+		source, key, version, ts(at))
+	if err != nil {
+		return fmt.Errorf("record %s/%s: %w", source, key, err)
+	}
+	return nil
+}
+
+// Evidence is a recorded evidence receipt.
+type Evidence struct {
+	ReceiptID    string
+	TaskID       string
+	PayloadHash  string
+	Source       string
+	RecordKey    string
+	StateVersion string
+	ReadAt       time.Time
+}
+
+// InsertEvidence records an evidence receipt; recording the same receipt
+// twice is a no-op, a different one under the same id is refused.
+func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
+	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, payload_hash, source, record_key, state_version, read_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING`,
+		e.ReceiptID, e.TaskID, e.PayloadHash, e.Source, e.RecordKey, e.StateVersion, ts(e.ReadAt))
+	if err != nil {
+		return false, fmt.Errorf("evidence %q: %w", e.ReceiptID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	prior, err := t.Evidence(e.ReceiptID)
+	if err != nil {
+		return false, err
+	}
+	if prior.PayloadHash != e.PayloadHash {
+		return false, fmt.Errorf("evidence %q already recorded with other content", e.ReceiptID)
+	}
+	return false, nil
+}
+
+// Evidence returns a recorded evidence receipt.
+func (t *Tx) Evidence(receiptID string) (Evidence, error) {
+	e := Evidence{ReceiptID: receiptID}
+	var readAt string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT task_id, payload_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
+		receiptID).Scan(&e.TaskID, &e.PayloadHash, &e.Source, &e.RecordKey, &e.StateVersion, &readAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Evidence{}, fmt.Errorf("evidence %q: %w", receiptID, ErrNotFound)
+	}
+	if err != nil {
+		return Evidence{}, fmt.Errorf("evidence %q: %w", receiptID, err)
+	}
+	e.ReadAt = parseTS(readAt)
+	return e, nil
+}
+
+// Capability is an issued capability and its commitment.
+type Capability struct {
+	CapabilityID      string
+	DecisionID        string
+	TaskID            string
+	Record            string // "source/key" of the record the effect concerns
+	StateVersion      string
+	IdempotencyKey    string
+	ActionType        string
+	Currency          string
+	AmountMinor       int64
+	Status            agentv1.CommitmentStatus
+	EffectReceiptID   string
+	ReadbackReceiptID string
+	Note              string
+	IssuedAt          time.Time
+	ExpiresAt         time.Time
+	ApprovalID        string
+}
+
+const capabilityColumns = `capability_id, decision_id, task_id, record, state_version, idempotency_key, action_type, currency,
+	amount_minor, status, effect_receipt_id, readback_receipt_id, note, issued_at, expires_at, approval_id`
+
+func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
+	var c Capability
+	var issued, expires string
+	err := row.Scan(&c.CapabilityID, &c.DecisionID, &c.TaskID, &c.Record, &c.StateVersion, &c.IdempotencyKey, &c.ActionType,
+		&c.Currency, &c.AmountMinor, &c.Status, &c.EffectReceiptID, &c.ReadbackReceiptID, &c.Note, &issued, &expires, &c.ApprovalID)
+	c.IssuedAt, c.ExpiresAt = parseTS(issued), parseTS(expires)
+	return c, err
+}
+
+// InsertCapability records an issued capability.
+func (t *Tx) InsertCapability(c Capability) error {
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.ActionType, c.Currency,
+		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID)
+	if err != nil {
+		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	return nil
+}
+
+// Capability returns one capability.
+func (t *Tx) Capability(id string) (Capability, error) {
+	c, err := scanCapability(t.tx.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Capability{}, fmt.Errorf("capability %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Capability{}, fmt.Errorf("capability %q: %w", id, err)
+	}
+	return c, nil
+}
+
+// UpdateCapability writes a capability's commitment fields.
+func (t *Tx) UpdateCapability(c Capability) error {
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE capabilities SET status = ?, effect_receipt_id = ?, readback_receipt_id = ?, note = ?
+		WHERE capability_id = ?`, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, c.CapabilityID)
+	if err != nil {
+		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	return nil
+}
+
+// Capabilities lists capabilities, oldest first: a task's, or all when
+// taskID is empty.
+func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
+	q := `SELECT ` + capabilityColumns + ` FROM capabilities`
+	var args []any
+	if taskID != "" {
+		q += ` WHERE task_id = ?`
+		args = append(args, taskID)
+	}
+	rows, err := t.tx.QueryContext(t.ctx, q+` ORDER BY issued_at, capability_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	defer rows.Close()
+	var out []Capability
+	for rows.Next() {
+		c, err := scanCapability(rows)
+		if err != nil {
+			return nil, fmt.Errorf("capabilities: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Outstanding lists capabilities not yet redeemed, for a record or for a
+// task (whichever is non-empty).
+func (t *Tx) Outstanding(record, taskID string) ([]Capability, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
+		WHERE status = ? AND (record = ? OR task_id = ?) ORDER BY issued_at`,
+		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("outstanding capabilities: %w", err)
+	}
+	defer rows.Close()
+	var out []Capability
+	for rows.Next() {
+		c, err := scanCapability(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Approval is one approval row; Body is the full message.
+type Approval struct {
+	Body       *kernelv1.Approval
+	EffectHash string
+	Record     string
+}
+
+// InsertApproval records a pending approval.
+func (t *Tx) InsertApproval(a Approval) error {
+	body, err := proto.Marshal(a.Body)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(t.ctx, `INSERT INTO approvals (approval_id, task_id, decision_id, effect_hash, record, state, decided_by, note, requested_at, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.Body.GetApprovalId(), a.Body.GetTaskId(), a.Body.GetDecisionId(), a.EffectHash, a.Record,
+		a.Body.GetState(), a.Body.GetDecidedBy(), a.Body.GetNote(), ts(a.Body.GetRequestedAt().AsTime()), body)
+	if err != nil {
+		return fmt.Errorf("approval %q: %w", a.Body.GetApprovalId(), err)
+	}
+	return nil
+}
+
+// UpdateApproval writes an approval's state.
+func (t *Tx) UpdateApproval(a Approval) error {
+	body, err := proto.Marshal(a.Body)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(t.ctx, `UPDATE approvals SET state = ?, decided_by = ?, note = ?, body = ? WHERE approval_id = ?`,
+		a.Body.GetState(), a.Body.GetDecidedBy(), a.Body.GetNote(), body, a.Body.GetApprovalId())
+	if err != nil {
+		return fmt.Errorf("approval %q: %w", a.Body.GetApprovalId(), err)
+	}
+	return nil
+}
+
+// Approval returns one approval.
+func (t *Tx) Approval(id string) (Approval, error) {
+	rows, err := t.approvals(`WHERE approval_id = ?`, id)
+	if err != nil {
+		return Approval{}, err
+	}
+	if len(rows) == 0 {
+		return Approval{}, fmt.Errorf("approval %q: %w", id, ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// Approvals lists approvals in a state, oldest first.
+func (t *Tx) Approvals(state kernelv1.ApprovalState) ([]Approval, error) {
+	return t.approvals(`WHERE state = ?`, state)
+}
+
+// OpenApprovals lists pending or approved approvals for a record or task.
+func (t *Tx) OpenApprovals(record, taskID string) ([]Approval, error) {
+	return t.approvals(`WHERE state IN (?, ?) AND (record = ? OR task_id = ?)`,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED, record, taskID)
+}
+
+func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		var body []byte
+		a := Approval{Body: &kernelv1.Approval{}}
+		if err := rows.Scan(&body, &a.EffectHash, &a.Record); err != nil {
+			return nil, fmt.Errorf("approvals: %w", err)
+		}
+		if err := proto.Unmarshal(body, a.Body); err != nil {
+			return nil, fmt.Errorf("approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
