@@ -9,11 +9,11 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/kernel/store"
-	"github.com/ambitkernel/ambit/sdk/envelope"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/envelope"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )

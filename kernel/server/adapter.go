@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 )
 
 // AdapterPolicy opens each adapter method to the one role that uses it.

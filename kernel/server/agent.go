@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/store"
-	"github.com/ambitkernel/ambit/sdk/config"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"github.com/ambitkernel/ambit/sdk/config"
 )
 
 // Config is the kernel's configuration file.

@@ -6,10 +6,10 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
-	"github.com/ambitkernel/ambit/sdk/pki"
-	"github.com/ambitkernel/ambit/sdk/serve"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -197,4 +197,3 @@ func (s *Governance) VerifyLog(ctx context.Context, _ *kernelv1.VerifyLogRequest
 	}
 	return &kernelv1.VerifyLogResponse{Ok: r.OK, Entries: r.Entries, FirstBadSeq: r.FirstBad, Problem: r.Problem, Head: r.Head}, nil
 }
-

@@ -10,12 +10,12 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
-	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"go.uber.org/zap"
 )
 
