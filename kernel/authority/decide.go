@@ -341,34 +341,15 @@ func (k *Kernel) facts(tx *store.Tx, b *bound, p *Proposal, ev []cited, now time
 	case *contractv1.Action_ChangePolicy:
 		f.Destination = "policy"
 	}
-	caps, err := tx.Capabilities(p.TaskID)
+	used, sum, err := tx.Usage(p.TaskID, f.Amount.Currency, now)
 	if err != nil {
 		return f, "", err
 	}
-	f.ActionCount = 1
-	for _, cp := range caps {
-		if !counts(cp, now) {
-			continue
-		}
-		f.ActionCount++
-		if !f.Amount.IsZero() && cp.Currency == f.Amount.Currency {
-			f.PriorAmount.Currency = cp.Currency
-			f.PriorAmount.Minor += cp.AmountMinor
-		}
+	f.ActionCount = used + 1
+	if !f.Amount.IsZero() && sum > 0 {
+		f.PriorAmount = evaluate.Money{Currency: f.Amount.Currency, Minor: sum}
 	}
 	return f, record, nil
-}
-
-// counts reports whether an earlier capability uses up the task's grant: a
-// revoked one never does, an unredeemed one only until it expires.
-func counts(c store.Capability, now time.Time) bool {
-	switch c.Status {
-	case agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED:
-		return false
-	case agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED:
-		return !now.After(c.ExpiresAt)
-	}
-	return true
 }
 
 // usableApproval returns an APPROVED approval for exactly this effect.

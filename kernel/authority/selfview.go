@@ -52,7 +52,9 @@ func (k *Kernel) SelfView(ctx context.Context, taskID string, facts []string) (*
 		for _, f := range facts {
 			switch f {
 			case "capabilities":
-				out.Capabilities = k.available(b, caps, now)
+				if out.Capabilities, err = k.available(tx, b, taskID, now); err != nil {
+					return err
+				}
 			case "uncertainty":
 				if out.Uncertainty, err = k.uncertainty(tx, b, taskID, caps, now); err != nil {
 					return err
@@ -78,20 +80,18 @@ func (k *Kernel) SelfView(ctx context.Context, taskID string, facts []string) (*
 // available lists the action types the agent could still propose: none
 // under a non-canonical or expired contract or once the count is used up.
 // No limit is revealed.
-func (k *Kernel) available(b *bound, caps []store.Capability, now time.Time) []string {
+func (k *Kernel) available(tx *store.Tx, b *bound, taskID string, now time.Time) ([]string, error) {
 	if !b.canonical() || now.After(b.eval.ValidUntil) {
-		return []string{}
+		return []string{}, nil
 	}
-	used := int32(0)
-	for _, c := range caps {
-		if counts(c, now) {
-			used++
-		}
+	used, _, err := tx.Usage(taskID, "", now)
+	if err != nil {
+		return nil, err
 	}
 	if used >= b.eval.MaxActions {
-		return []string{}
+		return []string{}, nil
 	}
-	return slices.Clone(b.eval.ActionTypes)
+	return slices.Clone(b.eval.ActionTypes), nil
 }
 
 func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {

@@ -217,6 +217,20 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 	return out, rows.Err()
 }
 
+// Usage counts the capabilities that use up a task's grant at now — all
+// but revoked ones and unredeemed ones past their expiry — and sums their
+// amounts in currency.
+func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int64, err error) {
+	err = t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
+		FROM capabilities WHERE task_id = ? AND status != ? AND NOT (status = ? AND expires_at < ?)`,
+		currency, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED,
+		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now)).Scan(&count, &sum)
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
+	}
+	return count, sum, nil
+}
+
 // Outstanding lists capabilities not yet redeemed, for a record or for a
 // task (whichever is non-empty).
 func (t *Tx) Outstanding(record, taskID string) ([]Capability, error) {

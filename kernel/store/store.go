@@ -166,7 +166,10 @@ func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry,
 // Head is the journal's head hash.
 func (t *Tx) Head() (string, error) { return journal.Head(t.ctx, t.tx) }
 
-func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// tsLayout has a fixed width, so stored times compare correctly as text.
+const tsLayout = "2006-01-02T15:04:05.000000000Z"
+
+func ts(t time.Time) string { return t.UTC().Format(tsLayout) }
 
 func parseTS(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/reflection"
 )
 
 // Transport limits of every Ambit server.
@@ -46,8 +45,10 @@ type options struct {
 	maxRecvMsgSize int
 }
 
-// WithReflection registers gRPC server reflection. It lists the services
-// registered on this server only.
+// WithReflection registers gRPC server reflection. It lists the
+// application services registered on this server, and nothing else (not
+// health, not reflection itself), and describes only the proto files those
+// services use, so a listener never discloses another listener's API.
 func WithReflection() Option {
 	return func(o *options) { o.reflection = true }
 }
@@ -100,7 +101,7 @@ func NewServer(log *zap.Logger, tlsCfg *tls.Config, policy Policy, opts ...Optio
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, h)
 	if o.reflection {
-		reflection.Register(s)
+		registerReflection(s)
 	}
 	return &Server{GRPC: s, Health: h, policy: policy}
 }
