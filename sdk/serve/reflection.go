@@ -13,7 +13,7 @@ import (
 
 // infrastructure services are served everywhere and never listed.
 var infrastructure = map[string]bool{
-	"grpc.health.v1.Health":                   true,
+	"grpc.health.v1.Health":                    true,
 	"grpc.reflection.v1.ServerReflection":      true,
 	"grpc.reflection.v1alpha.ServerReflection": true,
 }
