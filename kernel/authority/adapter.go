@@ -117,14 +117,18 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if !inserted {
 			return nil // a retry of a recorded receipt
 		}
+		if err := k.appendEnvelope(tx, now, "evidence", r.GetReceiptId(), env); err != nil {
+			return err
+		}
+		newer, err := tx.NewerRead(r.GetSource(), r.GetRecordKey(), r.GetReadAt().AsTime())
+		if err != nil || newer {
+			return err // a late receipt never moves the record's state back
+		}
 		prev, seen, err := tx.RecordVersion(r.GetSource(), r.GetRecordKey())
 		if err != nil {
 			return err
 		}
 		if err := tx.SetRecordVersion(r.GetSource(), r.GetRecordKey(), r.GetStateVersion(), now); err != nil {
-			return err
-		}
-		if err := k.appendEnvelope(tx, now, "evidence", r.GetReceiptId(), env); err != nil {
 			return err
 		}
 		if seen && prev != r.GetStateVersion() {
@@ -282,8 +286,8 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 		if err != nil {
 			return err
 		}
-		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID {
-			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "effect receipt %s does not match capability %s", r.GetReceiptId(), row.CapabilityID)
+		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || effectHash(row.TaskID, r.GetAction()) != row.EffectHash {
+			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "effect receipt %s does not match the effect capability %s binds", r.GetReceiptId(), row.CapabilityID)
 		}
 		switch row.Status {
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED:

@@ -251,13 +251,18 @@ func (k *Kernel) openEvidence(tx *store.Tx, taskID string, envs []*receiptv1.Env
 }
 
 // actionRecord is the record ("source/key") an action concerns: a refund
-// concerns its claim, in the source the contract binds.
+// concerns its claim, in the source the contract binds; an action naming no
+// record concerns the bound one.
 func actionRecord(c *contractv1.Contract, a *contractv1.Action, ev []cited) string {
 	claim := a.GetRefund().GetClaimId()
-	if claim == "" {
+	r := c.GetBinding().GetRecord()
+	switch {
+	case claim == "" && r != nil:
+		// An action that names no record acts within the task's record.
+		return r.GetSource() + "/" + r.GetKey()
+	case claim == "":
 		return ""
-	}
-	if r := c.GetBinding().GetRecord(); r != nil {
+	case r != nil:
 		return r.GetSource() + "/" + claim
 	}
 	for _, e := range ev {
@@ -328,6 +333,10 @@ func (k *Kernel) facts(tx *store.Tx, b *bound, p *Proposal, ev []cited, now time
 		if record == "" {
 			record = stateRead.GetSource() + "/" + stateRead.GetRecordKey()
 		}
+	} else if !foreign && bindingSubject != "*" {
+		// Nothing read about the record: the subject is the task's, and the
+		// missing evidence surfaces as a review, not as a different task.
+		f.Subject = bindingSubject
 	}
 	switch a := p.Action.GetKind().(type) {
 	case *contractv1.Action_Refund:
@@ -406,6 +415,7 @@ func (k *Kernel) issue(tx *store.Tx, b *bound, p *Proposal, f *evaluate.Facts, r
 		Status:         agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
 		IssuedAt:       now,
 		ExpiresAt:      expires,
+		EffectHash:     effectHash(p.TaskID, p.Action),
 	}
 	if approval != nil {
 		row.ApprovalID = approval.Body.GetApprovalId()

@@ -124,7 +124,16 @@ func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem str
 	}
 	return k.transition(ctx, childItem, canon.Transition{
 		Kind: canon.DeriveHandoff, Actor: actor, ItemID: parent, Filter: filter,
-		Item: &ledgerv1.CanonItem{CanonItemId: childItem},
+		// The child's content is derived; its standing is the governance
+		// workflow's, and it still needs its own promotion.
+		Item: &ledgerv1.CanonItem{
+			CanonItemId:    childItem,
+			SourceOrigin:   ledgerv1.SourceOrigin_SOURCE_ORIGIN_GOVERNANCE,
+			AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_DELEGATED,
+			ProvenanceRef:  fmt.Sprintf("handoff:%s/by:%s", parent, actor),
+			Scope:          ledgerv1.Scope_SCOPE_TASK,
+			Lifetime:       ledgerv1.Lifetime_LIFETIME_TASK,
+		},
 	})
 }
 
@@ -195,9 +204,11 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID string) (ca
 			return err
 		}
 		if prev != "" {
-			_, err = k.revoke(tx, "", taskID, fmt.Sprintf("task rebound from %s to %s", prev, itemID), now)
+			if _, err := k.revoke(tx, "", taskID, fmt.Sprintf("task rebound from %s to %s", prev, itemID), now); err != nil {
+				return err
+			}
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return c, err

@@ -111,6 +111,19 @@ func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
 	return false, nil
 }
 
+// NewerRead reports whether a read of the record later than at is already
+// recorded: receipts can arrive out of order, and an older one must never
+// move the record's state back.
+func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM evidence WHERE source = ? AND record_key = ? AND read_at > ?`,
+		source, key, ts(at)).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("reads of %s/%s: %w", source, key, err)
+	}
+	return n > 0, nil
+}
+
 // Evidence returns a recorded evidence receipt.
 func (t *Tx) Evidence(receiptID string) (Evidence, error) {
 	e := Evidence{ReceiptID: receiptID}
@@ -145,25 +158,27 @@ type Capability struct {
 	IssuedAt          time.Time
 	ExpiresAt         time.Time
 	ApprovalID        string
+	// EffectHash identifies the one effect the capability binds.
+	EffectHash string
 }
 
 const capabilityColumns = `capability_id, decision_id, task_id, record, state_version, idempotency_key, action_type, currency,
-	amount_minor, status, effect_receipt_id, readback_receipt_id, note, issued_at, expires_at, approval_id`
+	amount_minor, status, effect_receipt_id, readback_receipt_id, note, issued_at, expires_at, approval_id, effect_hash`
 
 func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 	var c Capability
 	var issued, expires string
 	err := row.Scan(&c.CapabilityID, &c.DecisionID, &c.TaskID, &c.Record, &c.StateVersion, &c.IdempotencyKey, &c.ActionType,
-		&c.Currency, &c.AmountMinor, &c.Status, &c.EffectReceiptID, &c.ReadbackReceiptID, &c.Note, &issued, &expires, &c.ApprovalID)
+		&c.Currency, &c.AmountMinor, &c.Status, &c.EffectReceiptID, &c.ReadbackReceiptID, &c.Note, &issued, &expires, &c.ApprovalID, &c.EffectHash)
 	c.IssuedAt, c.ExpiresAt = parseTS(issued), parseTS(expires)
 	return c, err
 }
 
 // InsertCapability records an issued capability.
 func (t *Tx) InsertCapability(c Capability) error {
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.ActionType, c.Currency,
-		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID)
+		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash)
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
 	}
@@ -235,8 +250,8 @@ func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int
 // task (whichever is non-empty).
 func (t *Tx) Outstanding(record, taskID string) ([]Capability, error) {
 	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
-		WHERE status = ? AND (record = ? OR task_id = ?) ORDER BY issued_at`,
-		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, taskID)
+		WHERE status = ? AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?)) ORDER BY issued_at`,
+		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, record, taskID, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("outstanding capabilities: %w", err)
 	}
@@ -307,8 +322,8 @@ func (t *Tx) Approvals(state kernelv1.ApprovalState) ([]Approval, error) {
 
 // OpenApprovals lists pending or approved approvals for a record or task.
 func (t *Tx) OpenApprovals(record, taskID string) ([]Approval, error) {
-	return t.approvals(`WHERE state IN (?, ?) AND (record = ? OR task_id = ?)`,
-		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED, record, taskID)
+	return t.approvals(`WHERE state IN (?, ?) AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?))`,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED, record, record, taskID, taskID)
 }
 
 func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {

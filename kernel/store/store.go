@@ -65,10 +65,12 @@ var schema = []string{
 		note                TEXT NOT NULL DEFAULT '',
 		issued_at           TEXT NOT NULL,
 		expires_at          TEXT NOT NULL,
-		approval_id         TEXT NOT NULL DEFAULT ''
+		approval_id         TEXT NOT NULL DEFAULT '',
+		effect_hash         TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_task ON capabilities (task_id)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record)`,
+	`CREATE INDEX IF NOT EXISTS evidence_record ON evidence (source, record_key, read_at)`,
 	`CREATE TABLE IF NOT EXISTS approvals (
 		approval_id  TEXT PRIMARY KEY,
 		task_id      TEXT NOT NULL,

@@ -1,0 +1,21 @@
+package action
+
+// Failpoints make crash tests kill the process at an exact point.
+const (
+	// FailpointEnv is the environment variable that arms a failpoint.
+	FailpointEnv = "AMBIT_FAILPOINT"
+	// FailpointAfterCommit kills the process with SIGKILL right after a
+	// payment's transaction commits, before the kernel hears of the effect
+	// and before anything is answered.
+	FailpointAfterCommit = "action.after-commit"
+)
+
+// AfterCommitHook returns the hook [Core] runs right after a payment
+// commits: when getenv(FailpointEnv) is [FailpointAfterCommit] it is a
+// genuine kill -9 of this process; otherwise it is nil and has no effect.
+func AfterCommitHook(getenv func(string) string) func() {
+	if getenv(FailpointEnv) != FailpointAfterCommit {
+		return nil
+	}
+	return killSelf
+}

@@ -1,0 +1,158 @@
+package authority_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestConcurrentSubmitGrantsOnce: sixteen agents race the same ALLOW-able
+// proposal for a task that grants one action; exactly one gets a
+// capability.
+func TestConcurrentSubmitGrantsOnce(t *testing.T) {
+	const n = 16
+	w := newWorld(t)
+	w.canonicalTask(task)
+	env, _ := w.read(task)
+
+	results := make([]*authority.Decided, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each goroutine owns its messages, as separate RPCs would.
+			p := proposal(task, refund(1740, subject), proto.CloneOf(env))
+			results[i], errs[i] = w.k.Submit(w.ctx, p)
+		}()
+	}
+	wg.Wait()
+
+	outcomes := map[string]int{}
+	caps := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Submit %d: %v", i, errs[i])
+		}
+		v := verdictOf(results[i])
+		outcomes[v.Outcome]++
+		if results[i].Capability != nil {
+			caps++
+		}
+		if v.Outcome == "OUTCOME_DENY" {
+			if diff := cmp.Diff([]string{"ACTION_COUNT_EXCEEDS_GRANT"}, v.Codes); diff != "" {
+				t.Errorf("DENY %d reasons (-want +got):\n%s", i, diff)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 1, "OUTCOME_DENY": n - 1}, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if caps != 1 {
+		t.Errorf("%d capabilities issued, want 1", caps)
+	}
+	list, err := w.k.Commitments(w.ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("%d commitments stored, want 1", len(list))
+	}
+	if rep, err := w.k.VerifyLog(w.ctx); err != nil || !rep.OK {
+		t.Errorf("VerifyLog = %+v, %v", rep, err)
+	}
+}
+
+// TestConcurrentRedeemOnce: the same capability redeemed concurrently is
+// first exactly once.
+func TestConcurrentRedeemOnce(t *testing.T) {
+	const n = 16
+	w := newWorld(t)
+	w.canonicalTask(task)
+	d, c := w.allowed(task)
+
+	firsts := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := w.k.Redeem(w.ctx, proto.CloneOf(d.Capability), proto.CloneOf(c.GetAction()), c.GetIdempotencyKey())
+			firsts[i], errs[i] = r.First, err
+			if err == nil && r.Commitment.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED {
+				errs[i] = fmt.Errorf("commitment %s", r.Commitment.GetStatus())
+			}
+		}()
+	}
+	wg.Wait()
+	first := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Redeem %d: %v", i, errs[i])
+		}
+		if firsts[i] {
+			first++
+		}
+	}
+	if first != 1 {
+		t.Errorf("%d first redemptions, want 1", first)
+	}
+	redeems := 0
+	for _, e := range w.entries() {
+		if e.Kind == "redeem" {
+			redeems++
+		}
+	}
+	if redeems != 1 {
+		t.Errorf("%d redeem entries, want 1", redeems)
+	}
+}
+
+// TestConcurrentStateChangeAndSubmit: proposals racing a state change
+// never leave a capability issued at the old version outstanding.
+func TestConcurrentStateChangeAndSubmit(t *testing.T) {
+	const n = 16
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = n })
+	env, _ := w.read(task)
+	changed := w.sign(w.evidence, w.evidenceReceipt(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 }))
+
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = w.k.Submit(w.ctx, proposal(task, refund(100, subject), proto.CloneOf(env)))
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, errs[n] = w.k.RecordEvidence(w.ctx, evidenceID, changed)
+	}()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	list, err := w.k.Commitments(w.ctx, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list {
+		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
+			t.Errorf("capability %s is %s after the state change", c.GetCapabilityId(), c.GetStatus())
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package authority_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/kernel/contract"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func TestSelfViewAnswersGrantedFacts(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	all := []string{"capabilities", "uncertainty", "commitments", "expiry"}
+
+	fresh, err := w.k.SelfView(w.ctx, task, all)
+	if err != nil {
+		t.Fatalf("SelfView: %v", err)
+	}
+	want := &agentv1.GetSelfViewResponse{
+		Capabilities: []string{"refund"},
+		Uncertainty:  []string{},
+		Commitments:  []*agentv1.Commitment{},
+		ExpiresAt:    timestampAt(start.Add(48 * time.Hour)),
+	}
+	if diff := cmp.Diff(want, fresh, protocmp.Transform()); diff != "" {
+		t.Errorf("fresh task (-want +got):\n%s", diff)
+	}
+
+	// Only what was asked is answered.
+	only, err := w.k.SelfView(w.ctx, task, []string{"expiry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if only.GetCapabilities() != nil || only.GetUncertainty() != nil || only.GetCommitments() != nil || only.GetExpiresAt() == nil {
+		t.Errorf("asked for expiry, got %v", only)
+	}
+
+	// After the one action is granted, nothing more can be proposed; the
+	// commitment is reported.
+	d, c := w.allowed(task)
+	used, err := w.k.SelfView(w.ctx, task, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(used.GetCapabilities()) != 0 {
+		t.Errorf("capabilities after the one action = %v, want none", used.GetCapabilities())
+	}
+	if len(used.GetCommitments()) != 1 || used.GetCommitments()[0].GetCapabilityId() != c.GetCapabilityId() ||
+		used.GetCommitments()[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED ||
+		used.GetCommitments()[0].GetDecisionId() != d.DecisionID {
+		t.Errorf("commitments = %v", used.GetCommitments())
+	}
+
+	// Redeemed and awaiting its effect: reported as uncertainty.
+	w.redeemed(d.Capability, c)
+	open, err := w.k.SelfView(w.ctx, task, []string{"uncertainty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(open.GetUncertainty(), func(s string) bool { return strings.Contains(s, "awaits its effect receipt") }) {
+		t.Errorf("uncertainty = %q, want the open commitment", open.GetUncertainty())
+	}
+}
+
+func TestSelfViewCapabilitiesRevealNoLimits(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.ActionTypes = []string{"refund", "email_attachment"}
+		c.Action.MaxActions = 3
+	})
+	v, err := w.k.SelfView(w.ctx, task, []string{"capabilities"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"refund", "email_attachment"}, v.GetCapabilities()); diff != "" {
+		t.Errorf("capabilities (-want +got):\n%s", diff)
+	}
+	for _, s := range v.GetCapabilities() {
+		if !slices.Contains(contract.ActionTypes(), s) || strings.ContainsAny(s, "0123456789") || strings.Contains(s, "GBP") {
+			t.Errorf("capability %q is not a bare action type", s)
+		}
+	}
+}
+
+func TestSelfViewRefusals(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	// A contract that shows policy_thresholds and credentials: the kernel
+	// still never answers them.
+	w.canonicalTask("leaky-task", func(c *contractv1.Contract) {
+		c.Reflexive.VisibleFacts = append(c.Reflexive.VisibleFacts, "policy_thresholds", "credentials", "contract")
+	})
+	tests := []struct {
+		name   string
+		task   string
+		facts  []string
+		kind   error
+		reason string
+		names  []string
+	}{
+		{"policy thresholds", task, []string{"policy_thresholds"}, authority.ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", []string{"policy_thresholds"}},
+		{"credentials", task, []string{"credentials"}, authority.ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", []string{"credentials"}},
+		{"granted with hidden", task, []string{"capabilities", "credentials", "policy_thresholds"}, authority.ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", []string{"credentials", "policy_thresholds"}},
+		{"unknown fact", task, []string{"salary"}, authority.ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", []string{"salary"}},
+		{"visible but never answered", "leaky-task", []string{"expiry", "policy_thresholds", "credentials"}, authority.ErrDenied, "SELF_FACTS_NEVER_ANSWERED", []string{"policy_thresholds", "credentials"}},
+		{"contract never answered", "leaky-task", []string{"contract"}, authority.ErrDenied, "SELF_FACTS_NEVER_ANSWERED", []string{"contract"}},
+		{"no facts", task, nil, authority.ErrInvalid, "INVALID_SELF_VIEW", nil},
+		{"no task", "", []string{"expiry"}, authority.ErrInvalid, "INVALID_SELF_VIEW", nil},
+		{"unbound task", "nope", []string{"expiry"}, authority.ErrStale, "TASK_NOT_BOUND", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := w.k.SelfView(w.ctx, tt.task, tt.facts)
+			if v != nil {
+				t.Errorf("a refused self-view returned %v", v)
+			}
+			wantRefusal(t, err, tt.kind, tt.reason)
+			for _, n := range tt.names {
+				if !strings.Contains(err.Error(), n) {
+					t.Errorf("refusal %q does not name %s", err, n)
+				}
+			}
+		})
+	}
+}
+
+func TestSelfViewUncertainty(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	old, _ := w.read(task)
+	review := w.submit(proposal(task, refund(7400, subject), old))
+	allow := w.submit(proposal(task, refund(1740, subject), old))
+	c := w.openCapability(allow.Capability)
+
+	v, err := w.k.SelfView(w.ctx, task, []string{"uncertainty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"approval " + review.ApprovalID + " pending"}, v.GetUncertainty()); diff != "" {
+		t.Errorf("uncertainty (-want +got):\n%s", diff)
+	}
+
+	w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
+	v, err = w.k.SelfView(w.ctx, task, []string{"uncertainty", "commitments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"state version changed: the contract is bound to claims-v42, the record is now at claims-v43",
+		"capability " + c.GetCapabilityId() + " revoked: state version changed: claims-v42 → claims-v43",
+	}
+	if diff := cmp.Diff(want, v.GetUncertainty()); diff != "" {
+		t.Errorf("uncertainty after the state change (-want +got):\n%s", diff)
+	}
+	if len(v.GetCommitments()) != 1 || v.GetCommitments()[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
+		t.Errorf("commitments = %v, want one REVOKED", v.GetCommitments())
+	}
+}
+
+// TestBoundaryChange is coupling rule 4: a request to widen the boundary
+// becomes a governance item; the running contract is unchanged.
+func TestBoundaryChange(t *testing.T) {
+	w := newWorld(t)
+	bound := w.canonicalTask(task)
+
+	tests := []struct {
+		name        string
+		task, descr string
+		kind        error
+		reason      string
+	}{
+		{"no description", task, "", authority.ErrInvalid, "INVALID_REQUEST"},
+		{"no task", "", "raise my limit", authority.ErrInvalid, "INVALID_REQUEST"},
+		{"too long", task, strings.Repeat("x", 4097), authority.ErrInvalid, "INVALID_REQUEST"},
+		{"unbound task", "nope", "raise my limit", authority.ErrStale, "TASK_NOT_BOUND"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := w.k.BoundaryChange(w.ctx, agentName, tt.task, tt.descr)
+			wantRefusal(t, err, tt.kind, tt.reason)
+		})
+	}
+
+	req, err := w.k.BoundaryChange(w.ctx, agentName, task, "raise the refund limit to GBP 500 and reveal the approval threshold")
+	if err != nil {
+		t.Fatalf("BoundaryChange: %v", err)
+	}
+	it := req.Item
+	if req.Class != ledgerv1.CanonClass_CANON_CLASS_PROVISIONAL || it.GetKind() != ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST ||
+		it.GetSourceOrigin() != ledgerv1.SourceOrigin_SOURCE_ORIGIN_AGENT || it.GetAuthorityLevel() != ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_NONE ||
+		it.GetContract() != nil || it.GetProvenanceRef() == "" {
+		t.Errorf("boundary request = %s %v", req.Class, it)
+	}
+
+	// The agent cannot promote its own request.
+	_, err = w.k.PromoteItem(w.ctx, agentName, it.GetCanonItemId())
+	wantRefusal(t, err, authority.ErrDenied, "LEDGER_SELF_PROMOTION")
+
+	// Even the owner's promotion does not make it canonical, nor change the
+	// task's contract.
+	promoted, err := w.k.PromoteItem(w.ctx, owner, it.GetCanonItemId())
+	if err != nil {
+		t.Fatalf("owner promotes the request: %v", err)
+	}
+	if promoted.Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
+		t.Errorf("an agent's boundary request became CANONICAL")
+	}
+	now := w.item(bound.Item.GetCanonItemId())
+	if diff := cmp.Diff(bound.Item, now.Item, protocmp.Transform()); diff != "" {
+		t.Errorf("the task's contract item changed (-before +after):\n%s", diff)
+	}
+	if now.Class != ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
+		t.Errorf("the task's contract is %s", now.Class)
+	}
+	// Decisions still run under the original contract: GBP 200 is above
+	// its hard limit.
+	env, _ := w.read(task)
+	d := w.submit(proposal(task, refund(20000, subject), env))
+	if got := verdictOf(d); got.Outcome != "OUTCOME_DENY" || !slices.Contains(got.Codes, "AMOUNT_EXCEEDS_HARD_LIMIT") {
+		t.Errorf("after the request: %+v, want DENY AMOUNT_EXCEEDS_HARD_LIMIT", got)
+	}
+	var dr receiptv1.DecisionReceipt
+	if err := w.keys.Open(d.Receipt, kernelKey, &dr); err != nil {
+		t.Fatal(err)
+	}
+	if dr.GetContractHash() != bound.Item.GetContentHash() || dr.GetContractItemId() != bound.Item.GetCanonItemId() {
+		t.Errorf("decided under %s %s, want the original contract", dr.GetContractItemId(), dr.GetContractHash())
+	}
+}

@@ -1,0 +1,88 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/kernel/server"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+func TestStatusRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code codes.Code
+	}{
+		{"invalid", &authority.Refusal{Kind: authority.ErrInvalid, Reason: "INVALID_AMOUNT", Message: "action.refund.amount: bad"}, codes.InvalidArgument},
+		{"denied", &authority.Refusal{Kind: authority.ErrDenied, Reason: "FIELDS_OUTSIDE_GRANT", Message: "fields outside the grant: [salary]"}, codes.PermissionDenied},
+		{"stale", &authority.Refusal{Kind: authority.ErrStale, Reason: "CAPABILITY_REVOKED", Message: "capability cap-1 was revoked"}, codes.FailedPrecondition},
+		{"not found", &authority.Refusal{Kind: authority.ErrNotFound, Reason: "CAPABILITY_UNKNOWN", Message: "capability cap-9 was never issued"}, codes.NotFound},
+		{"exists", &authority.Refusal{Kind: authority.ErrExists, Reason: "EFFECT_CONFLICT", Message: "capability cap-1 already has effect eff-1"}, codes.AlreadyExists},
+		{"wrapped kind", &authority.Refusal{Kind: fmt.Errorf("ledger: %w", authority.ErrDenied), Reason: "LEDGER_NOT_AUTHORISED", Message: "not authorised"}, codes.PermissionDenied},
+		{"unknown kind", &authority.Refusal{Kind: errors.New("something else"), Reason: "ODD", Message: "odd"}, codes.Unknown},
+		{"nil kind", &authority.Refusal{Reason: "ODD", Message: "odd"}, codes.Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r *authority.Refusal
+			if !errors.As(tt.err, &r) {
+				t.Fatal("test error is not a refusal")
+			}
+			// A refusal is mapped the same when a caller wrapped it.
+			for _, in := range []error{tt.err, fmt.Errorf("submit: %w", tt.err)} {
+				out := server.Status(in)
+				st, ok := status.FromError(out)
+				if !ok {
+					t.Fatalf("Status(%v) = %v (%T), not a gRPC status", in, out, out)
+				}
+				if st.Code() != tt.code || st.Message() != r.Message {
+					t.Errorf("Status(%v) = %s %q, want %s %q", in, st.Code(), st.Message(), tt.code, r.Message)
+				}
+				want := []any{&errdetails.ErrorInfo{Reason: r.Reason, Domain: server.Domain}}
+				if diff := cmp.Diff(want, st.Details(), protocmp.Transform()); diff != "" {
+					t.Errorf("details (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+	if server.Domain != "ambit" {
+		t.Errorf("Domain = %q, want ambit", server.Domain)
+	}
+}
+
+func TestStatusOtherErrors(t *testing.T) {
+	plain := errors.New("disk on fire")
+	if got := server.Status(plain); got != plain {
+		t.Errorf("Status(plain) = %v, want the same error back", got)
+	}
+	wrapped := fmt.Errorf("commit: %w", plain)
+	if got := server.Status(wrapped); got != wrapped {
+		t.Errorf("Status(wrapped) = %v, want the same error back", got)
+	}
+	already := status.Error(codes.Unavailable, "down")
+	if got := server.Status(already); got != already {
+		t.Errorf("Status(status error) = %v, want the same error back", got)
+	}
+	if got := server.Status(nil); got != nil {
+		t.Errorf("Status(nil) = %v, want nil", got)
+	}
+}
+
+// TestStatusFromKernel maps refusals the kernel really returns.
+func TestStatusFromKernel(t *testing.T) {
+	err := authority.ValidateAction(nil)
+	st, _ := status.FromError(server.Status(err))
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("ValidateAction(nil) → %s, want InvalidArgument", st.Code())
+	}
+	if d := st.Details(); len(d) != 1 || d[0].(*errdetails.ErrorInfo).GetReason() != "INVALID_ACTION" {
+		t.Errorf("details = %v, want reason INVALID_ACTION", d)
+	}
+}

@@ -1,0 +1,578 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+var t0 = time.Date(2026, 9, 20, 9, 0, 0, 0, time.UTC)
+
+func open(t *testing.T, path string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), path, store.DurabilityNormal)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	return open(t, filepath.Join(t.TempDir(), "k.db"))
+}
+
+// update runs fn in a write transaction and fails the test on error.
+func update(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+}
+
+func view(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
+	t.Helper()
+	if err := s.View(context.Background(), fn); err != nil {
+		t.Fatalf("View: %v", err)
+	}
+}
+
+func TestOpenDurability(t *testing.T) {
+	for _, d := range []store.Durability{store.DurabilityFull, store.DurabilityNormal} {
+		t.Run(string(d), func(t *testing.T) {
+			s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), d)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	if _, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "no", "such", "dir", "k.db"), store.DurabilityFull); err == nil {
+		t.Error("Open in a missing directory succeeded")
+	}
+}
+
+func TestEvidence(t *testing.T) {
+	s := newStore(t)
+	ev := store.Evidence{ReceiptID: "ev-1", TaskID: "task-1", PayloadHash: "aa", Source: "claims_db", RecordKey: "C-1001",
+		StateVersion: "claims-v42", ReadAt: t0.Add(123456 * time.Microsecond)}
+	tests := []struct {
+		name     string
+		in       store.Evidence
+		inserted bool
+		wantErr  bool
+	}{
+		{"first", ev, true, false},
+		{"same receipt again", ev, false, false},
+		{"same id, other content", func() store.Evidence { e := ev; e.PayloadHash = "bb"; return e }(), false, true},
+		{"another receipt", func() store.Evidence { e := ev; e.ReceiptID, e.PayloadHash = "ev-2", "cc"; return e }(), true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inserted bool
+			err := s.Update(context.Background(), func(tx *store.Tx) error {
+				var err error
+				inserted, err = tx.InsertEvidence(tt.in)
+				return err
+			})
+			if (err != nil) != tt.wantErr || inserted != tt.inserted {
+				t.Errorf("InsertEvidence = %v, %v; want inserted %v, error %v", inserted, err, tt.inserted, tt.wantErr)
+			}
+		})
+	}
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Evidence("ev-1")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(ev, got); diff != "" {
+			t.Errorf("Evidence (-want +got):\n%s", diff)
+		}
+		if _, err := tx.Evidence("ev-nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing evidence: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+}
+
+func TestRecordVersion(t *testing.T) {
+	s := newStore(t)
+	view(t, s, func(tx *store.Tx) error {
+		v, ok, err := tx.RecordVersion("claims_db", "C-1001")
+		if err != nil || ok || v != "" {
+			t.Errorf("absent record = %q, %v, %v; want ok=false", v, ok, err)
+		}
+		return nil
+	})
+	update(t, s, func(tx *store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v42", t0) })
+	update(t, s, func(tx *store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v43", t0) })
+	view(t, s, func(tx *store.Tx) error {
+		for _, c := range []struct {
+			source, key, want string
+			ok                bool
+		}{
+			{"claims_db", "C-1001", "claims-v43", true},
+			{"claims_db", "C-1002", "", false},
+			{"receipt_upload", "C-1001", "", false},
+		} {
+			v, ok, err := tx.RecordVersion(c.source, c.key)
+			if err != nil || ok != c.ok || v != c.want {
+				t.Errorf("RecordVersion(%s, %s) = %q, %v, %v; want %q, %v", c.source, c.key, v, ok, err, c.want, c.ok)
+			}
+		}
+		return nil
+	})
+}
+
+func TestTasks(t *testing.T) {
+	s := newStore(t)
+	view(t, s, func(tx *store.Tx) error {
+		if _, err := tx.TaskItem("task-1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("unbound task: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	update(t, s, func(tx *store.Tx) error {
+		for _, b := range [][2]string{{"task-2", "CTR-A"}, {"task-1", "CTR-A"}, {"task-3", "CTR-B"}, {"task-3", "CTR-A"}} {
+			if err := tx.BindTask(b[0], b[1], t0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx *store.Tx) error {
+		if id, err := tx.TaskItem("task-3"); err != nil || id != "CTR-A" {
+			t.Errorf("rebound task-3 = %q, %v; want CTR-A", id, err)
+		}
+		got, err := tx.TasksBoundTo("CTR-A")
+		if diff := cmp.Diff([]string{"task-1", "task-2", "task-3"}, got); diff != "" || err != nil {
+			t.Errorf("TasksBoundTo(CTR-A) %v (-want +got):\n%s", err, diff)
+		}
+		if got, err := tx.TasksBoundTo("CTR-B"); len(got) != 0 || err != nil {
+			t.Errorf("TasksBoundTo(CTR-B) = %v, %v; want none", got, err)
+		}
+		return nil
+	})
+}
+
+func capability(id, task, record string, status agentv1.CommitmentStatus, issued time.Time) store.Capability {
+	return store.Capability{
+		CapabilityID: id, DecisionID: "dec-" + id, TaskID: task, Record: record, StateVersion: "claims-v42",
+		IdempotencyKey: "idem-" + id, ActionType: "refund", Currency: "GBP", AmountMinor: 1740, Status: status,
+		IssuedAt: issued, ExpiresAt: issued.Add(5 * time.Minute),
+	}
+}
+
+func ids(cs []store.Capability) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.CapabilityID)
+	}
+	return out
+}
+
+func TestCapabilities(t *testing.T) {
+	s := newStore(t)
+	const (
+		authorised = agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED
+		redeemed   = agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED
+		revoked    = agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED
+	)
+	caps := []store.Capability{
+		capability("a", "task-1", "claims_db/C-1", authorised, t0.Add(1*time.Second)),
+		capability("b", "task-1", "claims_db/C-2", redeemed, t0.Add(2*time.Second)),
+		capability("c", "task-2", "claims_db/C-1", authorised, t0.Add(3*time.Second)),
+		capability("d", "task-2", "claims_db/C-3", authorised, t0.Add(4*time.Second)),
+		capability("e", "task-3", "", authorised, t0.Add(5*time.Second)),
+		capability("f", "task-1", "claims_db/C-1", revoked, t0.Add(6*time.Second)),
+	}
+	update(t, s, func(tx *store.Tx) error {
+		for _, c := range caps {
+			if err := tx.InsertCapability(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	// Identifiers and idempotency keys are unique.
+	for _, c := range []store.Capability{
+		caps[0],
+		func() store.Capability {
+			c := capability("z", "task-9", "", authorised, t0)
+			c.IdempotencyKey = caps[0].IdempotencyKey
+			return c
+		}(),
+	} {
+		if err := s.Update(context.Background(), func(tx *store.Tx) error { return tx.InsertCapability(c) }); err == nil {
+			t.Errorf("inserting %s again (key %s) succeeded", c.CapabilityID, c.IdempotencyKey)
+		}
+	}
+
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Capability("a")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(caps[0], got); diff != "" {
+			t.Errorf("Capability round trip (-want +got):\n%s", diff)
+		}
+		if _, err := tx.Capability("nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing capability: %v, want ErrNotFound", err)
+		}
+		all, err := tx.Capabilities("")
+		if diff := cmp.Diff([]string{"a", "b", "c", "d", "e", "f"}, ids(all)); diff != "" || err != nil {
+			t.Errorf("Capabilities(\"\") %v (-want +got):\n%s", err, diff)
+		}
+		one, err := tx.Capabilities("task-1")
+		if diff := cmp.Diff([]string{"a", "b", "f"}, ids(one)); diff != "" || err != nil {
+			t.Errorf("Capabilities(task-1) %v (-want +got):\n%s", err, diff)
+		}
+		return nil
+	})
+
+	tests := []struct {
+		name         string
+		record, task string
+		want         []string
+	}{
+		{"by record", "claims_db/C-1", "", []string{"a", "c"}},
+		{"by task", "", "task-2", []string{"c", "d"}},
+		{"by record or task", "claims_db/C-3", "task-1", []string{"a", "d"}},
+		{"redeemed is not outstanding", "claims_db/C-2", "", []string{}},
+		{"nothing", "claims_db/C-9", "task-9", []string{}},
+	}
+	for _, tt := range tests {
+		t.Run("outstanding "+tt.name, func(t *testing.T) {
+			view(t, s, func(tx *store.Tx) error {
+				got, err := tx.Outstanding(tt.record, tt.task)
+				if err != nil {
+					return err
+				}
+				if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+					t.Errorf("Outstanding(%q, %q) (-want +got):\n%s", tt.record, tt.task, diff)
+				}
+				return nil
+			})
+		})
+	}
+
+	// UpdateCapability writes the commitment fields and only those.
+	changed := caps[0]
+	changed.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED
+	changed.EffectReceiptID, changed.ReadbackReceiptID, changed.Note = "eff-1", "rb-1", "note"
+	tampered := changed
+	tampered.AmountMinor, tampered.TaskID, tampered.Record = 999999, "task-9", "x/y"
+	update(t, s, func(tx *store.Tx) error { return tx.UpdateCapability(tampered) })
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Capability("a")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(changed, got); diff != "" {
+			t.Errorf("after UpdateCapability (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+}
+
+// TestCapabilitiesOldestFirst: Capabilities promises oldest first, and times
+// are compared as stored text: a whole second must sort before a fraction of
+// the same second.
+func TestCapabilitiesOldestFirst(t *testing.T) {
+	s := newStore(t)
+	update(t, s, func(tx *store.Tx) error {
+		if err := tx.InsertCapability(capability("later", "task-1", "r", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, t0.Add(500*time.Millisecond))); err != nil {
+			return err
+		}
+		return tx.InsertCapability(capability("earlier", "task-1", "r", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, t0))
+	})
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Capabilities("task-1")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff([]string{"earlier", "later"}, ids(got)); diff != "" {
+			t.Errorf("Capabilities (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+}
+
+func TestUsage(t *testing.T) {
+	s := newStore(t)
+	now := t0.Add(time.Hour)
+	st := func(c store.Capability, status agentv1.CommitmentStatus, expires time.Time, currency string, minor int64) store.Capability {
+		c.Status, c.ExpiresAt, c.Currency, c.AmountMinor = status, expires, currency, minor
+		return c
+	}
+	update(t, s, func(tx *store.Tx) error {
+		for _, c := range []store.Capability{
+			st(capability("live", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now.Add(time.Minute), "GBP", 100),
+			st(capability("at-expiry", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now, "GBP", 200),
+			st(capability("expired", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now.Add(-time.Microsecond), "GBP", 400),
+			st(capability("revoked", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED, now.Add(time.Minute), "GBP", 800),
+			st(capability("redeemed-expired", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, t0, "GBP", 1600),
+			st(capability("verified", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED, t0, "EUR", 3200),
+			st(capability("email", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED, t0, "", 0),
+			st(capability("other-task", "task-2", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now.Add(time.Minute), "GBP", 6400),
+		} {
+			if err := tx.InsertCapability(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	tests := []struct {
+		task, currency string
+		count          int32
+		sum            int64
+	}{
+		{"task-1", "GBP", 5, 100 + 200 + 1600},
+		{"task-1", "EUR", 5, 3200},
+		{"task-1", "", 5, 0},
+		{"task-2", "GBP", 1, 6400},
+		{"task-9", "GBP", 0, 0},
+	}
+	for _, tt := range tests {
+		view(t, s, func(tx *store.Tx) error {
+			count, sum, err := tx.Usage(tt.task, tt.currency, now)
+			if err != nil || count != tt.count || sum != tt.sum {
+				t.Errorf("Usage(%s, %q) = %d, %d, %v; want %d, %d", tt.task, tt.currency, count, sum, err, tt.count, tt.sum)
+			}
+			return nil
+		})
+	}
+}
+
+func approval(id, task, record string, state kernelv1.ApprovalState, at time.Time) store.Approval {
+	return store.Approval{EffectHash: "hash-" + id, Record: record, Body: &kernelv1.Approval{
+		ApprovalId: id, TaskId: task, DecisionId: "dec-" + id, State: state, RequestedAt: timestamppb.New(at),
+		Action: &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: "C-1", PayeeId: "employee-7",
+			Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 7400}}}},
+		Reasons: []*contractv1.Reason{{Aperture: contractv1.Aperture_APERTURE_EXECUTIVE, Code: "APPROVAL_REQUIRED"}},
+	}}
+}
+
+func approvalIDs(as []store.Approval) []string {
+	out := []string{}
+	for _, a := range as {
+		out = append(out, a.Body.GetApprovalId())
+	}
+	return out
+}
+
+func TestApprovals(t *testing.T) {
+	s := newStore(t)
+	const (
+		pending   = kernelv1.ApprovalState_APPROVAL_STATE_PENDING
+		approved  = kernelv1.ApprovalState_APPROVAL_STATE_APPROVED
+		rejected  = kernelv1.ApprovalState_APPROVAL_STATE_REJECTED
+		consumed  = kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED
+		cancelled = kernelv1.ApprovalState_APPROVAL_STATE_CANCELLED
+	)
+	rows := []store.Approval{
+		approval("p1", "task-1", "claims_db/C-1", pending, t0.Add(1*time.Second)),
+		approval("a1", "task-1", "claims_db/C-1", approved, t0.Add(2*time.Second)),
+		approval("r1", "task-1", "claims_db/C-1", rejected, t0.Add(3*time.Second)),
+		approval("c1", "task-2", "claims_db/C-1", consumed, t0.Add(4*time.Second)),
+		approval("x1", "task-2", "claims_db/C-1", cancelled, t0.Add(5*time.Second)),
+		approval("p2", "task-2", "claims_db/C-2", pending, t0.Add(6*time.Second)),
+		approval("p3", "task-3", "", pending, t0.Add(7*time.Second)),
+	}
+	update(t, s, func(tx *store.Tx) error {
+		for _, a := range rows {
+			if err := tx.InsertApproval(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := s.Update(context.Background(), func(tx *store.Tx) error { return tx.InsertApproval(rows[0]) }); err == nil {
+		t.Error("inserting an approval twice succeeded")
+	}
+
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Approval("a1")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(rows[1], got, protocmp.Transform()); diff != "" {
+			t.Errorf("Approval round trip (-want +got):\n%s", diff)
+		}
+		if _, err := tx.Approval("nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("missing approval: %v, want ErrNotFound", err)
+		}
+		for state, want := range map[kernelv1.ApprovalState][]string{
+			pending: {"p1", "p2", "p3"}, approved: {"a1"}, rejected: {"r1"}, consumed: {"c1"}, cancelled: {"x1"},
+		} {
+			got, err := tx.Approvals(state)
+			if diff := cmp.Diff(want, approvalIDs(got)); diff != "" || err != nil {
+				t.Errorf("Approvals(%s) %v (-want +got):\n%s", state, err, diff)
+			}
+		}
+		return nil
+	})
+
+	tests := []struct {
+		name         string
+		record, task string
+		want         []string
+	}{
+		{"by record", "claims_db/C-1", "", []string{"p1", "a1"}},
+		{"by task", "", "task-2", []string{"p2"}},
+		{"by record or task", "claims_db/C-2", "task-1", []string{"p1", "a1", "p2"}},
+		{"nothing", "claims_db/C-9", "task-9", []string{}},
+	}
+	for _, tt := range tests {
+		t.Run("open "+tt.name, func(t *testing.T) {
+			view(t, s, func(tx *store.Tx) error {
+				got, err := tx.OpenApprovals(tt.record, tt.task)
+				if err != nil {
+					return err
+				}
+				if diff := cmp.Diff(tt.want, approvalIDs(got)); diff != "" {
+					t.Errorf("OpenApprovals(%q, %q) (-want +got):\n%s", tt.record, tt.task, diff)
+				}
+				return nil
+			})
+		})
+	}
+
+	// UpdateApproval writes state, decider, note and body.
+	a := rows[0]
+	a.Body.State, a.Body.DecidedBy, a.Body.Note = approved, "approver", "ok"
+	update(t, s, func(tx *store.Tx) error { return tx.UpdateApproval(a) })
+	view(t, s, func(tx *store.Tx) error {
+		got, err := tx.Approval("p1")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(a, got, protocmp.Transform()); diff != "" {
+			t.Errorf("after UpdateApproval (-want +got):\n%s", diff)
+		}
+		return nil
+	})
+}
+
+func TestTransactions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := open(t, path)
+	ctx := context.Background()
+	boom := errors.New("boom")
+
+	view(t, s, func(tx *store.Tx) error {
+		h, err := tx.Head()
+		if err != nil || h != "" {
+			t.Errorf("empty journal head = %q, %v", h, err)
+		}
+		return nil
+	})
+
+	// A failed update leaves nothing behind, journal included.
+	err := s.Update(ctx, func(tx *store.Tx) error {
+		if err := tx.BindTask("task-1", "CTR-A", t0); err != nil {
+			return err
+		}
+		if _, err := tx.Append(t0, "task.bind", "task-1", []byte("CTR-A")); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update = %v, want the callback's error", err)
+	}
+	// Writes inside View are discarded.
+	if err := s.View(ctx, func(tx *store.Tx) error { return tx.BindTask("task-2", "CTR-A", t0) }); err != nil {
+		t.Fatal(err)
+	}
+	view(t, s, func(tx *store.Tx) error {
+		for _, task := range []string{"task-1", "task-2"} {
+			if _, err := tx.TaskItem(task); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s after rollback: %v, want ErrNotFound", task, err)
+			}
+		}
+		return nil
+	})
+	if es, err := s.Entries(ctx, 0, 0); err != nil || len(es) != 0 {
+		t.Errorf("journal after rollback = %d entries, %v", len(es), err)
+	}
+
+	// A committed update is journaled and survives reopening.
+	var head string
+	update(t, s, func(tx *store.Tx) error {
+		if err := tx.BindTask("task-1", "CTR-A", t0); err != nil {
+			return err
+		}
+		for _, k := range []string{"task.bind", "evidence", "decision"} {
+			e, err := tx.Append(t0, k, "task-1", []byte(k))
+			if err != nil {
+				return err
+			}
+			head = e.Hash
+		}
+		h, err := tx.Head()
+		if err != nil || h != head {
+			t.Errorf("Head in the transaction = %q, %v; want %q", h, err, head)
+		}
+		return nil
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	es, err := s.Entries(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Seq  int64
+		Kind string
+		Body string
+	}
+	var got []entry
+	for _, e := range es {
+		got = append(got, entry{e.Seq, e.Kind, string(e.Body)})
+	}
+	want := []entry{{1, "task.bind", "task.bind"}, {2, "evidence", "evidence"}, {3, "decision", "decision"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries after reopening (-want +got):\n%s", diff)
+	}
+	if es[2].Hash != head || !es[0].At.Equal(t0) {
+		t.Errorf("head %q at %s, want %q at %s", es[2].Hash, es[0].At, head, t0)
+	}
+	page, err := s.Entries(ctx, 1, 1)
+	if err != nil || len(page) != 1 || page[0].Seq != 2 {
+		t.Errorf("Entries(1, 1) = %v, %v", page, err)
+	}
+	view(t, s, func(tx *store.Tx) error {
+		if id, err := tx.TaskItem("task-1"); err != nil || id != "CTR-A" {
+			t.Errorf("task-1 after reopening = %q, %v", id, err)
+		}
+		return nil
+	})
+}
+
+func TestUpdateCanceledContext(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	err := s.Update(ctx, func(tx *store.Tx) error { called = true; return nil })
+	if err == nil || called {
+		t.Errorf("Update with a cancelled context = %v (callback ran: %v), want an error", err, called)
+	}
+}
