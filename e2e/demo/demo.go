@@ -94,9 +94,9 @@ func Connect(ctx context.Context, c *cluster.Cluster) (*Clients, error) {
 	}, nil
 }
 
-// BindRefundTask proposes, promotes and binds a refund contract for one
-// claim, valid for four hours from now.
-func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, taskID, claimID string, now time.Time) (*ledgerv1.ClassifiedItem, error) {
+// RefundContract is the demo contract for one claim's refund task, valid
+// for four hours from now.
+func RefundContract(taskID, claimID string, now time.Time) (*contractv1.Contract, error) {
 	c, err := contract.Parse("expense-refund.yaml", contractTemplate)
 	if err != nil {
 		return nil, err
@@ -104,8 +104,12 @@ func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, t
 	c.Binding.TaskId = taskID
 	c.Binding.Record.Key = claimID
 	c.Binding.ValidUntil = timestamppb.New(now.Add(4 * time.Hour))
-	id := "ctr-" + taskID
-	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: &ledgerv1.CanonItem{
+	return c, nil
+}
+
+// ContractItem is a contract as a policy owner proposes it to the ledger.
+func ContractItem(id string, c *contractv1.Contract) *ledgerv1.CanonItem {
+	return &ledgerv1.CanonItem{
 		CanonItemId:    id,
 		SourceOrigin:   ledgerv1.SourceOrigin_SOURCE_ORIGIN_POLICY,
 		AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_OWNER,
@@ -116,7 +120,18 @@ func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, t
 		ConflictState:  ledgerv1.ConflictState_CONFLICT_STATE_NONE,
 		Kind:           ledgerv1.ItemKind_ITEM_KIND_CONTRACT,
 		Contract:       c,
-	}}); err != nil {
+	}
+}
+
+// BindRefundTask proposes, promotes and binds a refund contract for one
+// claim, valid for four hours from now.
+func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, taskID, claimID string, now time.Time) (*ledgerv1.ClassifiedItem, error) {
+	c, err := RefundContract(taskID, claimID, now)
+	if err != nil {
+		return nil, err
+	}
+	id := "ctr-" + taskID
+	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: ContractItem(id, c)}); err != nil {
 		return nil, fmt.Errorf("propose contract for %s: %w", taskID, err)
 	}
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {

@@ -87,11 +87,23 @@ func newFlags(env *Env, name string) *flag.FlagSet {
 	return fs
 }
 
+// parse parses flags wherever they stand, so that "ledger at TIME --kernel
+// ADDR" works as well as "ledger at --kernel ADDR TIME"; the positional
+// arguments are left in fs.Args().
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 func checkFormat(format string) error {
