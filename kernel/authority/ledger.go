@@ -8,7 +8,6 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal"
-	"github.com/ambitkernel/ambit/kernel/store"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -28,7 +27,7 @@ type ledger struct {
 	order   []string
 }
 
-func replayLedger(ctx context.Context, s *store.Store, auth canon.Authorities) (*ledger, error) {
+func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities) (*ledger, error) {
 	entries, err := s.Entries(ctx, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("replay ledger: %w", err)
@@ -103,7 +102,7 @@ func (l *ledger) all() []canon.Classified {
 // applies it in memory. The caller holds the store's write transaction, so
 // no other change interleaves; if the transaction later fails to commit,
 // rebuild restores the ledger from the journal.
-func (l *ledger) apply(tx *store.Tx, t canon.Transition) error {
+func (l *ledger) apply(tx journal.Appender, t canon.Transition) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.state.Apply(t, l.auth); err != nil {
@@ -125,7 +124,7 @@ func (l *ledger) apply(tx *store.Tx, t canon.Transition) error {
 }
 
 // rebuild reloads the ledger from the journal after a failed commit.
-func (l *ledger) rebuild(ctx context.Context, s *store.Store) error {
+func (l *ledger) rebuild(ctx context.Context, s journal.Reader) error {
 	fresh, err := replayLedger(ctx, s, l.auth)
 	if err != nil {
 		return err

@@ -63,6 +63,21 @@ func HashOf(e *Entry) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Appender and Reader are the log as its users see it: what the authority
+// ledger persists through. The SQLite store implements them (its
+// transaction appends, the store reads); a PostgreSQL store implements the
+// same two interfaces.
+type (
+	// Appender appends inside the caller's transaction.
+	Appender interface {
+		Append(at time.Time, kind, ref string, body []byte) (Entry, error)
+	}
+	// Reader reads entries in order.
+	Reader interface {
+		Entries(ctx context.Context, after int64, limit int) ([]Entry, error)
+	}
+)
+
 // Execer is what Append needs: a *sql.Tx, so the entry commits with the
 // change it records.
 type Execer interface {

@@ -154,6 +154,12 @@ func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.
 	return journal.Read(ctx, s.db, after, limit)
 }
 
+// The store is the embedded journal.Log.
+var (
+	_ journal.Reader   = (*Store)(nil)
+	_ journal.Appender = (*Tx)(nil)
+)
+
 // Tx is one transaction.
 type Tx struct {
 	tx  *sql.Tx
