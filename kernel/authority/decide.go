@@ -216,24 +216,22 @@ func (k *Kernel) appendEnvelope(tx *store.Tx, at time.Time, kind, ref string, en
 	return err
 }
 
-// openEvidence verifies each cited receipt's signature against the evidence
-// adapters' keys, its task, and that the kernel recorded exactly these bytes
-// when the adapter released them.
+// openEvidence accepts a cited receipt only if the kernel recorded exactly
+// its bytes when the evidence adapter released it, and only for this task.
+// The kernel verified the adapter's signature over those bytes when it
+// recorded them, so a matching payload hash is that verification, without
+// paying for a second signature check on every proposal.
 func (k *Kernel) openEvidence(tx *store.Tx, taskID string, envs []*receiptv1.Envelope) ([]cited, error) {
 	out := make([]cited, 0, len(envs))
 	seen := map[string]bool{}
 	for i, env := range envs {
 		var r receiptv1.EvidenceReceipt
-		if err := k.ev.Open(env, "", &r); err != nil {
-			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d]: %v", i, err)
+		if env.GetPayloadType() != evidenceType {
+			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] is a %q, not an evidence receipt", i, env.GetPayloadType())
 		}
-		if r.GetTaskId() != taskID {
-			return nil, refuse(ErrInvalid, "EVIDENCE_OTHER_TASK", "evidence[%d] (%s) was read for task %q, not %q", i, r.GetReceiptId(), r.GetTaskId(), taskID)
+		if err := proto.Unmarshal(env.GetPayload(), &r); err != nil {
+			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] does not decode: %v", i, err)
 		}
-		if seen[r.GetReceiptId()] {
-			return nil, refuse(ErrInvalid, "EVIDENCE_DUPLICATE", "evidence[%d] (%s) is cited twice", i, r.GetReceiptId())
-		}
-		seen[r.GetReceiptId()] = true
 		hash := envelope.Hash(env)
 		rec, err := tx.Evidence(r.GetReceiptId())
 		if errors.Is(err, store.ErrNotFound) {
@@ -245,10 +243,19 @@ func (k *Kernel) openEvidence(tx *store.Tx, taskID string, envs []*receiptv1.Env
 		if rec.PayloadHash != hash {
 			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] (%s) differs from the receipt the kernel recorded", i, r.GetReceiptId())
 		}
+		if r.GetTaskId() != taskID {
+			return nil, refuse(ErrInvalid, "EVIDENCE_OTHER_TASK", "evidence[%d] (%s) was read for task %q, not %q", i, r.GetReceiptId(), r.GetTaskId(), taskID)
+		}
+		if seen[r.GetReceiptId()] {
+			return nil, refuse(ErrInvalid, "EVIDENCE_DUPLICATE", "evidence[%d] (%s) is cited twice", i, r.GetReceiptId())
+		}
+		seen[r.GetReceiptId()] = true
 		out = append(out, cited{receipt: &r, ref: &receiptv1.ReceiptRef{ReceiptId: r.GetReceiptId(), PayloadHash: hash}})
 	}
 	return out, nil
 }
+
+var evidenceType = string((&receiptv1.EvidenceReceipt{}).ProtoReflect().Descriptor().FullName())
 
 // actionRecord is the record ("source/key") an action concerns: a refund
 // concerns its claim, in the source the contract binds; an action naming no
