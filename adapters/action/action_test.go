@@ -31,6 +31,7 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // kernel is an in-test implementation of action.Kernel: it counts calls
@@ -151,7 +152,9 @@ func (c *clock) set(t time.Time) {
 	c.t = t
 }
 
-func newFixture(t *testing.T, k *kernel, path string, afterCommit func(*fixture)) *fixture {
+// newFixture builds a core on a fresh payments ledger at path (empty: a
+// temporary file); opts adjust its dependencies last.
+func newFixture(t *testing.T, k *kernel, path string, afterCommit func(*fixture), opts ...func(*action.Deps)) *fixture {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "payments.db")
@@ -167,24 +170,29 @@ func newFixture(t *testing.T, k *kernel, path string, afterCommit func(*fixture)
 	var ids int
 	var idMu sync.Mutex
 	d := action.Deps{
-		Identity:      "action",
-		Signer:        envelope.NewSigner("action", f.keys.actionPriv),
+		Issuer: service.Issuer{
+			Identity: "action",
+			Signer:   envelope.NewSigner("action", f.keys.actionPriv),
+			Now:      f.clock.now,
+			NewID: func() string {
+				idMu.Lock()
+				defer idMu.Unlock()
+				ids++
+				return fmt.Sprintf("%04d", ids)
+			},
+			Log: zap.New(obs),
+		},
 		KernelKeys:    envelope.Keyring{"kernel": f.keys.kernelPub},
 		KernelKeyID:   "kernel",
 		Kernel:        k,
 		KernelTimeout: time.Second,
 		Ledger:        ledger,
-		Now:           f.clock.now,
-		NewID: func() string {
-			idMu.Lock()
-			defer idMu.Unlock()
-			ids++
-			return fmt.Sprintf("%04d", ids)
-		},
-		Log: zap.New(obs),
 	}
 	if afterCommit != nil {
 		d.AfterCommit = func() { afterCommit(f) }
+	}
+	for _, opt := range opts {
+		opt(&d)
 	}
 	if f.core, err = action.NewCore(d); err != nil {
 		t.Fatal(err)
@@ -632,10 +640,12 @@ func failpointChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	core, err := action.NewCore(action.Deps{
-		Identity: "action", Signer: envelope.NewSigner("action", f.keys.actionPriv),
+		Issuer: service.Issuer{
+			Identity: "action", Signer: envelope.NewSigner("action", f.keys.actionPriv),
+			Now: func() time.Time { return now }, Log: zap.NewNop(),
+		},
 		KernelKeys: envelope.Keyring{"kernel": f.keys.kernelPub}, KernelKeyID: "kernel",
-		Kernel: k, KernelTimeout: time.Second, Ledger: ledger, Log: zap.NewNop(),
-		Now: func() time.Time { return now }, AfterCommit: action.AfterCommitHook(os.Getenv),
+		Kernel: k, KernelTimeout: time.Second, Ledger: ledger, AfterCommit: action.AfterCommitHook(os.Getenv),
 	})
 	if err != nil {
 		t.Fatal(err)

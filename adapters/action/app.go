@@ -2,21 +2,22 @@ package action
 
 import (
 	"context"
-	"errors"
-	"flag"
+	"database/sql"
+	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ambitkernel/ambit/adapters/internal/process"
+	"github.com/ambitkernel/ambit/adapters/claims"
 	"github.com/ambitkernel/ambit/adapters/payments"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
-	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // Run is the ambit-action program: it parses args (--config FILE,
@@ -25,45 +26,14 @@ import (
 // Usage text goes to stdout. The [FailpointEnv] environment variable is
 // read here.
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
-	flags, err := process.ParseFlags("ambit-action", args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	cfg, err := LoadConfig(flags.Config)
-	if err != nil {
-		return err
-	}
-	if flags.Listen != "" {
-		cfg.Listen = flags.Listen
-	}
-	if flags.AddrFile != "" {
-		cfg.AddrFile = flags.AddrFile
-	}
-	log, err := serve.NewLogger(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	log = log.With(zap.String("service", "ambit-action"), zap.String("identity", cfg.Identity))
-	return run(ctx, cfg, log, AfterCommitHook(os.Getenv))
+	var cfg Config
+	// Main loads cfg before it calls the function.
+	return service.Main(ctx, "ambit-action", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
+		return run(ctx, cfg, p, AfterCommitHook(os.Getenv))
+	})
 }
 
-func run(ctx context.Context, cfg Config, log *zap.Logger, afterCommit func()) error {
-	serverTLS, err := pki.ServerTLS(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
-	clientTLS, err := pki.ClientTLS(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
-	key, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, cfg Config, p *service.Process, afterCommit func()) error {
 	kernelKey, err := pki.LoadPublicKey(cfg.PKIDir, cfg.KernelKey)
 	if err != nil {
 		return err
@@ -73,47 +43,63 @@ func run(ctx context.Context, cfg Config, log *zap.Logger, afterCommit func()) e
 		return err
 	}
 	defer func() { _ = ledger.Close() }()
-	conn, err := serve.Dial(ctx, cfg.Kernel, clientTLS)
+	claimsDB, err := openClaims(ctx, cfg.ClaimsDatabase)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = conn.Close() }()
+	if claimsDB != nil {
+		defer func() { _ = claimsDB.Close() }()
+	}
 	core, err := NewCore(Deps{
-		Identity:      cfg.Identity,
-		Signer:        envelope.NewSigner(cfg.Identity, key),
+		Issuer:        p.Issuer(),
 		KernelKeys:    envelope.Keyring{cfg.KernelKey: kernelKey},
 		KernelKeyID:   cfg.KernelKey,
-		Kernel:        kernelv1.NewAdapterServiceClient(conn),
-		KernelTimeout: cfg.KernelTimeout.D(DefaultKernelTimeout),
+		Kernel:        kernelv1.NewAdapterServiceClient(p.Kernel),
+		KernelTimeout: cfg.KernelTimeout.D(service.DefaultKernelTimeout),
 		Ledger:        ledger,
+		Claims:        claimsDB,
 		AfterCommit:   afterCommit,
-		Log:           log,
 	})
 	if err != nil {
 		return err
 	}
-	var opts []serve.Option
-	if cfg.Reflection {
-		opts = append(opts, serve.WithReflection())
-	}
-	srv := serve.NewServer(log, serverTLS, Policy(), opts...)
-	actionv1.RegisterActionServiceServer(srv.GRPC, NewHandler(core))
-	if err := srv.CheckPolicy(); err != nil {
-		return err
-	}
+	actionv1.RegisterActionServiceServer(p.Server.GRPC, NewHandler(core))
 	if afterCommit != nil {
-		log.Warn("failpoint armed: the process kills itself after the next payment commits",
+		p.Log.Warn("failpoint armed: the process kills itself after the next payment commits",
 			zap.String("failpoint", FailpointAfterCommit))
 	}
-	log.Info("starting", zap.String("kernel", cfg.Kernel), zap.String("payments_database", cfg.PaymentsDatabase))
 	// The server and the sweep end together: when either returns, the
 	// group's context ends the other.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return process.Serve(gctx, log, srv, cfg.Listen, cfg.AddrFile, cfg.ShutdownGrace.D(DefaultShutdownGrace))
+		return p.Serve(gctx, zap.String("payments_database", cfg.PaymentsDatabase), zap.String("claims_database", cfg.ClaimsDatabase))
 	})
 	g.Go(func() error {
 		return core.RunSweep(gctx, cfg.RecordSweepInterval.D(DefaultRecordSweepInterval))
 	})
 	return g.Wait()
+}
+
+// openClaims opens the claims database at path read-only and proves its
+// claims table readable, so that a wrong path fails at start-up rather
+// than every execution. An empty path is no database (nil).
+func openClaims(ctx context.Context, path string) (*sql.DB, error) {
+	if path == "" {
+		return nil, nil
+	}
+	db, err := claims.OpenReadOnly(path)
+	if err != nil {
+		return nil, err
+	}
+	table, err := claims.NewConnector(db, claims.KindClaims)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = table.Check(cctx)
+		cancel()
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("claims_database %s: %w", path, err)
+	}
+	return db, nil
 }

@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -12,12 +13,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ambitkernel/ambit/adapters/internal/process"
+	"github.com/ambitkernel/ambit/adapters/claims"
 	"github.com/ambitkernel/ambit/adapters/payments"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/upstream"
 )
 
 // Kernel is the part of the kernel's AdapterService an execution needs.
@@ -31,10 +34,9 @@ var _ Kernel = kernelv1.AdapterServiceClient(nil)
 
 // Deps are what a [Core] needs. Now, NewID and AfterCommit may be nil.
 type Deps struct {
-	// Identity is the issuer named in effect receipts.
-	Identity string
-	// Signer signs effect receipts with the adapter's key.
-	Signer *envelope.Signer
+	// Issuer issues the effect receipts with the adapter's key; its log
+	// gets one line per effect.
+	service.Issuer
 	// KernelKeys holds the kernel's capability-signing key.
 	KernelKeys envelope.Keyring
 	// KernelKeyID is the key id capabilities must be signed with.
@@ -45,15 +47,13 @@ type Deps struct {
 	KernelTimeout time.Duration
 	// Ledger is the payments ledger the refunds are written to.
 	Ledger *payments.Ledger
-	// Now is the clock (default: wall clock).
-	Now func() time.Time
-	// NewID returns a fresh random identifier without prefix.
-	NewID func() string
+	// Claims, when set, is the claims database (read-only): a first
+	// execution is refused when the refund's claim is no longer at the
+	// capability's state version. Nil skips the check.
+	Claims *sql.DB
 	// AfterCommit, when set, runs right after a payment commits and before
 	// anything else; see [AfterCommitHook].
 	AfterCommit func()
-	// Log receives one line per effect.
-	Log *zap.Logger
 }
 
 // Core executes refunds. It holds no per-request state and is safe for
@@ -65,13 +65,7 @@ type Core struct {
 
 // NewCore checks d and returns a Core.
 func NewCore(d Deps) (*Core, error) {
-	var errs []error
-	if d.Identity == "" {
-		errs = append(errs, errors.New("identity is empty"))
-	}
-	if d.Signer == nil {
-		errs = append(errs, errors.New("no signer"))
-	}
+	errs := []error{d.Issuer.Validate()}
 	if _, ok := d.KernelKeys[d.KernelKeyID]; !ok || d.KernelKeyID == "" {
 		errs = append(errs, fmt.Errorf("no kernel key %q", d.KernelKeyID))
 	}
@@ -84,18 +78,10 @@ func NewCore(d Deps) (*Core, error) {
 	if d.Ledger == nil {
 		errs = append(errs, errors.New("no payments ledger"))
 	}
-	if d.Log == nil {
-		errs = append(errs, errors.New("no logger"))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new action core: %w", err)
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.NewID == nil {
-		d.NewID = process.RandomID
-	}
+	d.Issuer = d.Issuer.WithDefaults()
 	return &Core{d: d}, nil
 }
 
@@ -105,7 +91,7 @@ func (c *Core) Execute(ctx context.Context, caller string, req *actionv1.Execute
 	log := c.d.Log.With(zap.String("caller", caller), zap.String("idempotency_key", req.GetIdempotencyKey()))
 	resp, err := c.execute(ctx, req, log)
 	if err != nil {
-		log.Info("effect refused", zap.String("code", status.Code(toStatus(err)).String()), zap.Error(err))
+		log.Info("effect refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
 		return nil, err
 	}
 	return resp, nil
@@ -132,12 +118,15 @@ func (c *Core) execute(ctx context.Context, req *actionv1.ExecuteRequest, log *z
 	if !proto.Equal(req.GetAction(), capability.GetAction()) {
 		return nil, ErrEffectDiffers
 	}
-	// Expiry matters only for a first execution: a retry after expiry must
-	// still get the receipt of the effect that already happened.
+	// Expiry and freshness matter only for a first execution: a retry after
+	// either must still get the receipt of the effect that already happened.
 	if !found {
 		exp := capability.GetExpiresAt()
 		if exp == nil || c.d.Now().After(exp.AsTime()) {
 			return nil, ErrExpired
+		}
+		if err := c.checkFresh(ctx, &capability); err != nil {
+			return nil, err
 		}
 	}
 	first, err := c.redeem(ctx, req)
@@ -176,6 +165,29 @@ func (c *Core) execute(ctx context.Context, req *actionv1.ExecuteRequest, log *z
 	return &actionv1.ExecuteResponse{Receipt: &receipt, SignedReceipt: p.Receipt, Repeated: repeated}, nil
 }
 
+// checkFresh refuses a refund whose claim is no longer at the state
+// version the capability binds (see [StateChangedError]), before the
+// capability is redeemed, so that a stale decision spends nothing. It is
+// skipped without a claims database or when the capability binds no state
+// version.
+func (c *Core) checkFresh(ctx context.Context, capability *receiptv1.Capability) error {
+	decided := capability.GetStateVersion()
+	if c.d.Claims == nil || decided == "" {
+		return nil
+	}
+	claimID := capability.GetAction().GetRefund().GetClaimId()
+	current, err := claims.Version(ctx, c.d.Claims, claims.KindClaims, claimID)
+	switch {
+	case errors.Is(err, claims.ErrNotFound):
+		return &StateChangedError{ClaimID: claimID, Decided: decided}
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrClaimsUnreadable, err)
+	case current != decided:
+		return &StateChangedError{ClaimID: claimID, Decided: decided, Current: current}
+	}
+	return nil
+}
+
 func (c *Core) byKey(ctx context.Context, key string) (payments.Payment, bool, error) {
 	p, err := c.d.Ledger.ByKey(ctx, key)
 	switch {
@@ -199,7 +211,7 @@ func (c *Core) redeem(ctx context.Context, req *actionv1.ExecuteRequest) (first 
 		IdempotencyKey: req.GetIdempotencyKey(),
 	})
 	if err != nil {
-		return false, fromKernel(ctx, err)
+		return false, upstream.Classify(ctx, err, ErrKernelUnreachable)
 	}
 	return resp.GetFirst(), nil
 }

@@ -16,11 +16,18 @@
 //     for a different effect" and nothing else happens.
 //  4. The requested action must equal the capability's (PermissionDenied);
 //     a first execution also needs an unexpired capability
-//     (FailedPrecondition "capability expired").
+//     (FailedPrecondition "capability expired") and, when a claims
+//     database is configured (claims_database, opened read-only), a claim
+//     still at the capability's state version: the refund's claim row is
+//     read before anything is redeemed, and a change since the decision is
+//     FailedPrecondition "claim C-1004 changed since the decision
+//     (claims-v42 → claims-v43): nothing was executed" ([StateChangedError];
+//     a claim that is gone too). A capability without a state version is
+//     not checked, nor is a retry of a payment that exists.
 //  5. The kernel redeems the capability (AdapterService/RedeemCapability),
 //     on every call including retries. A kernel that cannot be reached is
 //     Unavailable "kernel unreachable: nothing was executed"; its refusals
-//     pass through unchanged ([KernelRefusal]).
+//     pass through unchanged ([upstream.Refusal]).
 //  6. A first execution signs the effect receipt and inserts the payment
 //     with it in one transaction. The ledger's UNIQUE idempotency key keeps
 //     racing retries to one payment; the loser continues as a retry.

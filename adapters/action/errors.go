@@ -1,15 +1,15 @@
 package action
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
-// Errors of an execution, matched with errors.Is. [toStatus] maps them to
+// Errors of an execution, matched with errors.Is. [statuses] maps them to
 // gRPC; their messages are what the client sees.
 var (
 	// ErrInvalidRequest is a malformed request (InvalidArgument).
@@ -38,73 +38,54 @@ var (
 	// logged its receipt, so the receipt is withheld (Unavailable). A retry
 	// with the same key returns the first receipt and never pays twice.
 	ErrNotRecorded = errors.New("effect committed but not yet recorded; retry with the same idempotency key")
+	// ErrStateChanged matches a [*StateChangedError] (FailedPrecondition).
+	ErrStateChanged = errors.New("claim changed since the decision: nothing was executed")
+	// ErrClaimsUnreadable means the claims database could not be read for
+	// the freshness check; nothing was executed (Unavailable).
+	ErrClaimsUnreadable = errors.New("claims database unreadable: nothing was executed")
 )
 
-// KernelRefusal is a refusal by the kernel (FailedPrecondition,
-// PermissionDenied, NotFound, InvalidArgument), e.g. a capability already
-// used or revoked by a state change. Its status reaches the client
-// unchanged.
-type KernelRefusal struct {
-	Status *status.Status
+// StateChangedError is a first execution refused because the refund's
+// claim is no longer at the state version the capability binds: its row
+// changed, or is gone, since the kernel decided. Nothing was executed. Its
+// message names the claim and both versions and is what the client sees.
+type StateChangedError struct {
+	ClaimID string
+	// Decided is the capability's state version; Current is the claim's
+	// now, empty when the claim is gone.
+	Decided, Current string
 }
 
-func (e *KernelRefusal) Error() string {
-	return fmt.Sprintf("kernel refused: %s: %s", e.Status.Code(), e.Status.Message())
+func (e *StateChangedError) Error() string {
+	if e.Current == "" {
+		return fmt.Sprintf("claim %s is gone since the decision (%s): nothing was executed", e.ClaimID, e.Decided)
+	}
+	return fmt.Sprintf("claim %s changed since the decision (%s → %s): nothing was executed", e.ClaimID, e.Decided, e.Current)
 }
 
-// GRPCStatus is the kernel's status.
-func (e *KernelRefusal) GRPCStatus() *status.Status { return e.Status }
+// Is makes errors.Is(err, [ErrStateChanged]) match.
+func (e *StateChangedError) Is(target error) bool { return target == ErrStateChanged }
 
-// fromKernel classifies a failed redemption. When the caller's own context
-// has ended, its error is kept (Canceled or DeadlineExceeded to the client).
-func fromKernel(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("kernel call: %w", ctx.Err())
+// statuses is the one place execution errors become gRPC statuses; a
+// kernel refusal (e.g. a capability already used or revoked by a state
+// change) keeps the kernel's status. A function, not a package variable, so
+// no one can change it.
+func statuses() service.Statuses {
+	return service.Statuses{
+		// Sentinels whose own text is the whole client message: causes
+		// wrapped with them (the kernel's answer, a signature detail) are
+		// logged only.
+		{Err: ErrCapabilityInvalid, Code: codes.PermissionDenied},
+		{Err: ErrEffectDiffers, Code: codes.PermissionDenied},
+		{Err: ErrKeyMismatch, Code: codes.InvalidArgument},
+		{Err: ErrKeyReused, Code: codes.InvalidArgument},
+		{Err: ErrExpired, Code: codes.FailedPrecondition},
+		{Err: ErrClaimsUnreadable, Code: codes.Unavailable},
+		// The message names the claim and both versions.
+		{Err: ErrStateChanged, Code: codes.FailedPrecondition, WithCauses: true},
+		{Err: ErrKernelUnreachable, Code: codes.Unavailable},
+		{Err: ErrNotRecorded, Code: codes.Unavailable},
+		{Err: ErrInvalidRequest, Code: codes.InvalidArgument, WithCauses: true},
+		{Err: ErrNoExecutor, Code: codes.Unimplemented, WithCauses: true},
 	}
-	st := status.Convert(err)
-	switch st.Code() {
-	case codes.PermissionDenied, codes.FailedPrecondition, codes.NotFound, codes.InvalidArgument:
-		return &KernelRefusal{Status: st}
-	}
-	// Unavailable and DeadlineExceeded above all; any other answer fails
-	// closed as well: nothing is executed without a redemption.
-	return fmt.Errorf("%w (kernel answered %s: %s)", ErrKernelUnreachable, st.Code(), st.Message())
-}
-
-// toStatus is the one place execution errors become gRPC statuses. Unknown
-// errors are returned as they are: the server's interceptor logs them and
-// the client sees only "internal error".
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	var refusal *KernelRefusal
-	if errors.As(err, &refusal) {
-		return refusal.Status.Err()
-	}
-	// Sentinels whose own text is the whole client message: causes wrapped
-	// with them (the kernel's answer, a signature detail) are logged only.
-	for _, e := range []struct {
-		err  error
-		code codes.Code
-	}{
-		{ErrCapabilityInvalid, codes.PermissionDenied},
-		{ErrEffectDiffers, codes.PermissionDenied},
-		{ErrKeyMismatch, codes.InvalidArgument},
-		{ErrKeyReused, codes.InvalidArgument},
-		{ErrExpired, codes.FailedPrecondition},
-		{ErrKernelUnreachable, codes.Unavailable},
-		{ErrNotRecorded, codes.Unavailable},
-	} {
-		if errors.Is(err, e.err) {
-			return status.Error(e.code, e.err.Error())
-		}
-	}
-	switch {
-	case errors.Is(err, ErrInvalidRequest):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, ErrNoExecutor):
-		return status.Error(codes.Unimplemented, err.Error())
-	}
-	return err
 }

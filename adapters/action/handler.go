@@ -6,6 +6,7 @@ import (
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // Policy is the role policy of the action adapter's server: only agents
@@ -32,13 +33,5 @@ func NewHandler(core *Core) *Handler {
 
 // Execute implements ActionService.Execute.
 func (h *Handler) Execute(ctx context.Context, req *actionv1.ExecuteRequest) (*actionv1.ExecuteResponse, error) {
-	if err := ValidateExecute(req); err != nil {
-		return nil, toStatus(err)
-	}
-	caller, _ := serve.Caller(ctx)
-	resp, err := h.core.Execute(ctx, caller.Name, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return resp, nil
+	return service.Handle(ctx, req, ValidateExecute, h.core.Execute, statuses())
 }

@@ -2,8 +2,6 @@ package action_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
+	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/service/servicetest"
 )
 
 func TestValidateExecute(t *testing.T) {
@@ -80,14 +80,7 @@ func TestActionType(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
-	write := func(t *testing.T, body string) string {
-		t.Helper()
-		p := filepath.Join(t.TempDir(), "action.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(t *testing.T, body string) string { return servicetest.WriteFile(t, "action.yaml", body) }
 	got, err := action.LoadConfig(write(t, `
 identity: action
 pki_dir: pki
@@ -97,6 +90,7 @@ kernel: 127.0.0.1:7001
 kernel_timeout: 1s
 kernel_key: kernel
 payments_database: payments.db
+claims_database: claims.db
 log_level: warn
 shutdown_grace: 2s
 reflection: true
@@ -106,9 +100,11 @@ record_sweep_interval: 250ms
 		t.Fatal(err)
 	}
 	want := action.Config{
-		Identity: "action", PKIDir: "pki", Listen: "127.0.0.1:7201", AddrFile: "action.addr", Kernel: "127.0.0.1:7001",
-		KernelTimeout: config.Duration(time.Second), KernelKey: "kernel", PaymentsDatabase: "payments.db", LogLevel: "warn",
-		ShutdownGrace: config.Duration(2 * time.Second), Reflection: true, RecordSweepInterval: config.Duration(250 * time.Millisecond),
+		Config: service.Config{
+			Identity: "action", PKIDir: "pki", Listen: "127.0.0.1:7201", AddrFile: "action.addr", Kernel: "127.0.0.1:7001",
+			KernelTimeout: config.Duration(time.Second), LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second), Reflection: true,
+		},
+		KernelKey: "kernel", PaymentsDatabase: "payments.db", ClaimsDatabase: "claims.db", RecordSweepInterval: config.Duration(250 * time.Millisecond),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadConfig (-want +got):\n%s", diff)
@@ -118,9 +114,11 @@ record_sweep_interval: 250ms
 		t.Fatal(err)
 	}
 	wantMin := action.Config{
-		Identity: "action", PKIDir: "p", Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
-		KernelKey: "kernel", PaymentsDatabase: "d", ShutdownGrace: config.Duration(10 * time.Second),
-		RecordSweepInterval: config.Duration(5 * time.Second),
+		Config: service.Config{
+			Identity: "action", PKIDir: "p", Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
+			ShutdownGrace: config.Duration(10 * time.Second),
+		},
+		KernelKey: "kernel", PaymentsDatabase: "d", RecordSweepInterval: config.Duration(5 * time.Second),
 	}
 	if diff := cmp.Diff(wantMin, minimal); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

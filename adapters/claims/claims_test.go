@@ -272,3 +272,46 @@ func TestNewConnectorUnknownKind(t *testing.T) {
 		t.Error("Kind.Valid is wrong")
 	}
 }
+
+func TestVersion(t *testing.T) {
+	db, path := seeded(t)
+	ctx := context.Background()
+	ro, err := claims.OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if err := claims.EditClaim(ctx, db, claims.DemoClaim1004, "82.00"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		kind    claims.Kind
+		key     string
+		want    string
+		wantErr error
+	}{
+		{name: "unchanged claim", kind: claims.KindClaims, key: claims.DemoClaim1001, want: claims.DemoClaimsStateVersion},
+		{name: "edited claim", kind: claims.KindClaims, key: claims.DemoClaim1004, want: "claims-v43"},
+		{name: "receipt", kind: claims.KindReceipts, key: claims.DemoReceipt2002, want: claims.DemoReceiptsStateVersion},
+		{name: "missing claim", kind: claims.KindClaims, key: "C-9999", wantErr: claims.ErrNotFound},
+		{name: "unknown kind", kind: "payroll", key: "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := claims.Version(ctx, ro, tt.kind, tt.key)
+			switch {
+			case tt.want != "":
+				if err != nil || got != tt.want {
+					t.Errorf("Version = %q, %v; want %q", got, err, tt.want)
+				}
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.key) {
+					t.Errorf("Version = %q, %v; want %v naming %q", got, err, tt.wantErr, tt.key)
+				}
+			case err == nil:
+				t.Errorf("Version = %q, want an error", got)
+			}
+		})
+	}
+}

@@ -58,6 +58,25 @@ func StateVersion(k Kind, v int64) string {
 	return fmt.Sprintf("%s-v%d", k, v)
 }
 
+// Version returns the state version the row of kind k with key has now,
+// e.g. "claims-v43". A missing row is [ErrNotFound]. It reads the version
+// only, never a field.
+func Version(ctx context.Context, db *sql.DB, k Kind, key string) (string, error) {
+	t, ok := tableOf(k)
+	if !ok {
+		return "", fmt.Errorf("version: unknown source kind %q", k)
+	}
+	var v int64
+	err := db.QueryRowContext(ctx, `SELECT "row_version" FROM "`+t.name+`" WHERE "`+t.key+`" = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("%w: %s %q", ErrNotFound, k, key)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read version of %s %q: %w", k, key, err)
+	}
+	return StateVersion(k, v), nil
+}
+
 // table describes one source table. The subject and version columns are
 // read with every record, but only requested fields are returned.
 type table struct {

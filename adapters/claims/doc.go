@@ -18,4 +18,6 @@
 //     known columns ([ClaimFields], [ReceiptFields]), so a field name never
 //     reaches SQL unchecked, and it returns the row's state version
 //     ("claims-v42") and subject (the claimant) with the values.
+//   - [Version] reads a row's current state version alone, for the action
+//     adapter's pre-effect freshness check.
 package claims

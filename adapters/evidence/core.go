@@ -13,12 +13,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/adapters/internal/process"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
-	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/upstream"
 )
 
 // Kernel is the part of the kernel's AdapterService a read needs. The
@@ -40,22 +40,15 @@ type Source struct {
 // Deps are what a [Core] needs. Now and NewID may be nil (wall clock,
 // random identifiers).
 type Deps struct {
-	// Identity is the issuer named in receipts.
-	Identity string
-	// Signer signs evidence receipts with the adapter's key.
-	Signer *envelope.Signer
+	// Issuer issues the evidence receipts with the adapter's key; its log
+	// gets one line per read.
+	service.Issuer
 	// Kernel authorises reads and logs receipts.
 	Kernel Kernel
 	// KernelTimeout bounds each kernel call.
 	KernelTimeout time.Duration
 	// Sources maps source names to sources.
 	Sources map[string]Source
-	// Now is the clock.
-	Now func() time.Time
-	// NewID returns a fresh random identifier (without prefix).
-	NewID func() string
-	// Log receives one line per read.
-	Log *zap.Logger
 }
 
 // Core performs reads: authorise at the kernel, read, sign, log the receipt
@@ -67,21 +60,12 @@ type Core struct {
 
 // NewCore checks d and returns a Core.
 func NewCore(d Deps) (*Core, error) {
-	var errs []error
-	if d.Identity == "" {
-		errs = append(errs, errors.New("identity is empty"))
-	}
-	if d.Signer == nil {
-		errs = append(errs, errors.New("no signer"))
-	}
+	errs := []error{d.Issuer.Validate()}
 	if d.Kernel == nil {
 		errs = append(errs, errors.New("no kernel client"))
 	}
 	if d.KernelTimeout <= 0 {
 		errs = append(errs, errors.New("kernel timeout is not positive"))
-	}
-	if d.Log == nil {
-		errs = append(errs, errors.New("no logger"))
 	}
 	for name, s := range d.Sources {
 		if s.Connector == nil {
@@ -91,12 +75,7 @@ func NewCore(d Deps) (*Core, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new evidence core: %w", err)
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.NewID == nil {
-		d.NewID = process.RandomID
-	}
+	d.Issuer = d.Issuer.WithDefaults()
 	return &Core{d: d}, nil
 }
 
@@ -115,7 +94,7 @@ func (c *Core) Read(ctx context.Context, caller string, req *evidencev1.ReadRequ
 	resp, err := c.read(ctx, req, fields, log)
 	if err != nil {
 		// Field values never reach a log line; errors carry names only.
-		log.Info("evidence read refused", zap.String("code", status.Code(toStatus(err)).String()), zap.Error(err))
+		log.Info("evidence read refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
 		return nil, err
 	}
 	return resp, nil
@@ -187,7 +166,7 @@ func (c *Core) authorize(ctx context.Context, req *evidencev1.ReadRequest, field
 		Fields:    fields,
 	})
 	if err != nil {
-		return nil, fromKernel(ctx, err, ErrKernelUnreachable)
+		return nil, upstream.Classify(ctx, err, ErrKernelUnreachable)
 	}
 	return resp, nil
 }
@@ -197,7 +176,7 @@ func (c *Core) record(ctx context.Context, env *receiptv1.Envelope) (*kernelv1.R
 	defer cancel()
 	resp, err := c.d.Kernel.RecordEvidence(kctx, &kernelv1.RecordEvidenceRequest{Receipt: env})
 	if err != nil {
-		return nil, fromKernel(ctx, err, ErrNotRecorded)
+		return nil, upstream.Classify(ctx, err, ErrNotRecorded)
 	}
 	return resp, nil
 }

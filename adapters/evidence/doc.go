@@ -8,7 +8,7 @@
 //  2. The kernel authorises the read (AdapterService/AuthorizeRead) before
 //     anything is read. Its refusals (PermissionDenied naming the field or
 //     source, FailedPrecondition, NotFound, InvalidArgument) reach the
-//     client unchanged ([KernelRefusal]); a kernel that cannot be reached is
+//     client unchanged ([upstream.Refusal]); a kernel that cannot be reached is
 //     Unavailable "kernel unreachable: nothing was read".
 //  3. The source's [claims.Connector] reads only the requested columns.
 //  4. An ambit.receipt.v1.EvidenceReceipt is built: fields sorted, the

@@ -28,6 +28,7 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // kernel is an in-test implementation of evidence.Kernel that records calls
@@ -142,17 +143,19 @@ func newFixture(t *testing.T, k *kernel) *fixture {
 	core, logs := observer.New(zap.DebugLevel)
 	ids := 0
 	c, err := evidence.NewCore(evidence.Deps{
-		Identity:      "evidence",
-		Signer:        envelope.NewSigner("evidence", priv),
+		Issuer: service.Issuer{
+			Identity: "evidence",
+			Signer:   envelope.NewSigner("evidence", priv),
+			Now:      func() time.Time { return readAt },
+			NewID: func() string {
+				ids++
+				return strings.Repeat("0", 31) + string(rune('0'+ids))
+			},
+			Log: zap.New(core),
+		},
 		Kernel:        k,
 		KernelTimeout: 200 * time.Millisecond,
 		Sources:       sources,
-		Now:           func() time.Time { return readAt },
-		NewID: func() string {
-			ids++
-			return strings.Repeat("0", 31) + string(rune('0'+ids))
-		},
-		Log: zap.New(core),
 	})
 	if err != nil {
 		t.Fatal(err)

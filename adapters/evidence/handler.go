@@ -6,6 +6,7 @@ import (
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // Policy is the role policy of the evidence adapter's server: agents read
@@ -32,13 +33,5 @@ func NewHandler(core *Core) *Handler {
 
 // Read implements EvidenceService.Read.
 func (h *Handler) Read(ctx context.Context, req *evidencev1.ReadRequest) (*evidencev1.ReadResponse, error) {
-	if err := ValidateRead(req); err != nil {
-		return nil, toStatus(err)
-	}
-	caller, _ := serve.Caller(ctx)
-	resp, err := h.core.Read(ctx, caller.Name, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return resp, nil
+	return service.Handle(ctx, req, ValidateRead, h.core.Read, statuses())
 }

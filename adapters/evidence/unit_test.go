@@ -2,8 +2,6 @@ package evidence_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,8 @@ import (
 	"github.com/ambitkernel/ambit/adapters/evidence"
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
+	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/service/servicetest"
 )
 
 func TestValidateRead(t *testing.T) {
@@ -91,12 +91,7 @@ func TestContentHash(t *testing.T) {
 }
 
 func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "evidence.yaml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return servicetest.WriteFile(t, "evidence.yaml", body)
 }
 
 func TestLoadConfig(t *testing.T) {
@@ -125,9 +120,11 @@ sources:
 		t.Fatal(err)
 	}
 	want := evidence.Config{
-		Identity: "evidence", PKIDir: "/tmp/pki", Listen: "127.0.0.1:7101", AddrFile: "/tmp/evidence.addr",
-		Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(2 * time.Second), LogLevel: "debug",
-		ShutdownGrace: config.Duration(5 * time.Second), Reflection: true,
+		Config: service.Config{
+			Identity: "evidence", PKIDir: "/tmp/pki", Listen: "127.0.0.1:7101", AddrFile: "/tmp/evidence.addr",
+			Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(2 * time.Second), LogLevel: "debug",
+			ShutdownGrace: config.Duration(5 * time.Second), Reflection: true,
+		},
 		Sources: map[string]evidence.SourceConfig{
 			"claims_db":     {Kind: "claims", Database: "/tmp/claims.db", Provenance: "PROVENANCE_TRUSTED"},
 			"receipt_store": {Kind: "receipts", Database: "/tmp/claims.db", Provenance: "PROVENANCE_INSTRUCTION_BEARING"},

@@ -159,6 +159,7 @@ func (c *Cluster) writeAdapterConfigs() error {
 		"identity": "action", "pki_dir": c.PKI, "log_level": "info", "shutdown_grace": "5s", "reflection": true,
 		"listen": "127.0.0.1:0", "kernel": c.KernelAdapter, "kernel_timeout": "3s", "kernel_key": "kernel",
 		"payments_database": c.PaymentsDB,
+		"claims_database":   c.ClaimsDB,
 	}
 	ver := map[string]any{
 		"identity": "verifier", "pki_dir": c.PKI, "log_level": "info", "shutdown_grace": "5s", "reflection": true,

@@ -1,6 +1,3 @@
-// Package config reads the YAML configuration files of Ambit's binaries:
-// strictly (an unknown or misspelt key is an error that names it), with
-// durations written as Go durations ("5m", "3s").
 package config
 
 import (
@@ -23,6 +20,43 @@ func Load(path string, v any) error {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
 	return nil
+}
+
+// Checked is a configuration that fills its own defaults and validates
+// itself, reporting every problem at once.
+type Checked interface {
+	// ApplyDefaults fills unset keys with their defaults.
+	ApplyDefaults()
+	// Validate reports every problem of the configuration.
+	Validate() error
+}
+
+// LoadChecked reads path strictly into c (a pointer to a struct with json
+// tags), then applies its defaults and validates it. A validation error is
+// prefixed with the path.
+func LoadChecked(path string, c Checked) error {
+	if err := Load(path, c); err != nil {
+		return err
+	}
+	c.ApplyDefaults()
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadAs reads path strictly into a new C, applies its defaults and
+// validates it, as [LoadChecked] does; on error it returns the zero C.
+func LoadAs[C any, P interface {
+	*C
+	Checked
+}](path string) (C, error) {
+	var c C
+	if err := LoadChecked(path, P(&c)); err != nil {
+		var zero C
+		return zero, err
+	}
+	return c, nil
 }
 
 // Write writes v as YAML to path, e.g. for a launcher that configures

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,5 +61,48 @@ func TestWriteRoundTrip(t *testing.T) {
 	}
 	if got := config.Duration(0).D(time.Minute); got != time.Minute {
 		t.Errorf("default = %v", got)
+	}
+}
+
+// checked is a [config.Checked] configuration.
+type checked struct {
+	Name    string          `json:"name"`
+	Timeout config.Duration `json:"timeout"`
+}
+
+func (c *checked) ApplyDefaults() {
+	if c.Timeout <= 0 {
+		c.Timeout = config.Duration(time.Second)
+	}
+}
+
+func (c *checked) Validate() error {
+	if c.Name == "" {
+		return errors.New("name is required")
+	}
+	return nil
+}
+
+func TestLoadAs(t *testing.T) {
+	write := func(body string) string {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	got, err := config.LoadAs[checked](write("name: kernel\n"))
+	if err != nil || got != (checked{Name: "kernel", Timeout: config.Duration(time.Second)}) {
+		t.Errorf("LoadAs = %+v, %v; want the default timeout applied", got, err)
+	}
+	for body, want := range map[string]string{"timeout: 2s\n": "name is required", "name: x\nnmae: y\n": "nmae"} {
+		path := write(body)
+		got, err := config.LoadAs[checked](path)
+		if err == nil || !strings.Contains(err.Error(), want) || got != (checked{}) {
+			t.Errorf("LoadAs(%q) = %+v, %v; want the zero value and an error containing %q", body, got, err, want)
+		}
+		if want == "name is required" && !strings.Contains(err.Error(), path) {
+			t.Errorf("validation error %q does not name the file", err)
+		}
 	}
 }

@@ -2,9 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 
 	"go.uber.org/zap"
@@ -13,66 +10,22 @@ import (
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
-	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/verifier/payments"
 )
-
-// listenerName is the key of the bound address in the address file.
-const listenerName = "grpc"
 
 // Run is the ambit-verifier program: it parses args (--config FILE,
 // optional --listen and --addr-file overrides), serves until ctx ends and
 // returns after a graceful stop. Usage text goes to stdout.
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("ambit-verifier", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	cfgPath := fs.String("config", "", "YAML configuration `file` (required)")
-	listen := fs.String("listen", "", "listen `host:port`, overriding the configuration")
-	addrFile := fs.String("addr-file", "", "`file` to write the bound address to (JSON), overriding the configuration")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ambit-verifier: unexpected arguments %q", fs.Args())
-	}
-	if *cfgPath == "" {
-		return errors.New("ambit-verifier: --config is required")
-	}
-	cfg, err := LoadConfig(*cfgPath)
-	if err != nil {
-		return err
-	}
-	if *listen != "" {
-		cfg.Listen = *listen
-	}
-	if *addrFile != "" {
-		cfg.AddrFile = *addrFile
-	}
-	log, err := serve.NewLogger(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	log = log.With(zap.String("service", "ambit-verifier"), zap.String("identity", cfg.Identity))
-	return run(ctx, cfg, log)
+	var cfg Config
+	// Main loads cfg before it calls the function.
+	return service.Main(ctx, "ambit-verifier", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
+		return run(ctx, cfg, p)
+	})
 }
 
-func run(ctx context.Context, cfg Config, log *zap.Logger) error {
-	serverTLS, err := pki.ServerTLS(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
-	clientTLS, err := pki.ClientTLS(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
-	key, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, cfg Config, p *service.Process) error {
 	keys := envelope.Keyring{}
 	for _, name := range []string{cfg.KernelKey, cfg.ActionKey} {
 		pub, err := pki.LoadPublicKey(cfg.PKIDir, name)
@@ -86,50 +39,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) error {
 		return err
 	}
 	defer func() { _ = ledger.Close() }()
-	conn, err := serve.Dial(ctx, cfg.Kernel, clientTLS)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = conn.Close() }()
 	core, err := NewCore(Deps{
-		Identity:      cfg.Identity,
-		Signer:        envelope.NewSigner(cfg.Identity, key),
+		Issuer:        p.Issuer(),
 		Keys:          keys,
 		KernelKeyID:   cfg.KernelKey,
 		ActionKeyID:   cfg.ActionKey,
-		Kernel:        kernelv1.NewAdapterServiceClient(conn),
-		KernelTimeout: cfg.KernelTimeout.D(DefaultKernelTimeout),
+		Kernel:        kernelv1.NewAdapterServiceClient(p.Kernel),
+		KernelTimeout: cfg.KernelTimeout.D(service.DefaultKernelTimeout),
 		Ledger:        ledger,
-		Log:           log,
 	})
 	if err != nil {
 		return err
 	}
-	var opts []serve.Option
-	if cfg.Reflection {
-		opts = append(opts, serve.WithReflection())
-	}
-	srv := serve.NewServer(log, serverTLS, Policy(), opts...)
-	verifierv1.RegisterVerifierServiceServer(srv.GRPC, NewHandler(core))
-	if err := srv.CheckPolicy(); err != nil {
-		return err
-	}
-	log.Info("starting", zap.String("kernel", cfg.Kernel), zap.String("payments_database", cfg.PaymentsDatabase))
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var addrErr error
-	ready := func(addrs map[string]string) {
-		if cfg.AddrFile == "" {
-			return
-		}
-		// ready runs on Run's goroutine before serving starts.
-		if err := serve.WriteAddrFile(cfg.AddrFile, addrs); err != nil {
-			addrErr = err
-			cancel()
-		}
-	}
-	err = serve.Run(ctx, log, cfg.ShutdownGrace.D(DefaultShutdownGrace), ready,
-		serve.Listener{Name: listenerName, Addr: cfg.Listen, Server: srv})
-	return errors.Join(addrErr, err)
+	verifierv1.RegisterVerifierServiceServer(p.Server.GRPC, NewHandler(core))
+	return p.Serve(ctx, zap.String("payments_database", cfg.PaymentsDatabase))
 }

@@ -2,8 +2,6 @@ package verify
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +16,8 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/upstream"
 	"github.com/ambitkernel/ambit/verifier/readback"
 )
 
@@ -38,10 +38,9 @@ type Ledger interface {
 
 // Deps are what a [Core] needs. Now and NewID may be nil.
 type Deps struct {
-	// Identity is the issuer named in readback receipts.
-	Identity string
-	// Signer signs readback receipts with the verifier's key.
-	Signer *envelope.Signer
+	// Issuer issues the readback receipts with the verifier's key; its log
+	// gets one line per verification.
+	service.Issuer
 	// Keys holds the kernel's and the action adapter's public keys.
 	Keys envelope.Keyring
 	// KernelKeyID must sign capabilities; ActionKeyID effect receipts.
@@ -53,12 +52,6 @@ type Deps struct {
 	KernelTimeout time.Duration
 	// Ledger is the read-only path to the payments ledger.
 	Ledger Ledger
-	// Now is the clock (default: wall clock).
-	Now func() time.Time
-	// NewID returns a fresh random identifier without prefix.
-	NewID func() string
-	// Log receives one line per verification.
-	Log *zap.Logger
 }
 
 // Core performs verifications. It is safe for concurrent use.
@@ -68,13 +61,7 @@ type Core struct {
 
 // NewCore checks d and returns a Core.
 func NewCore(d Deps) (*Core, error) {
-	var errs []error
-	if d.Identity == "" {
-		errs = append(errs, errors.New("identity is empty"))
-	}
-	if d.Signer == nil {
-		errs = append(errs, errors.New("no signer"))
-	}
+	errs := []error{d.Issuer.Validate()}
 	if _, ok := d.Keys[d.KernelKeyID]; !ok || d.KernelKeyID == "" {
 		errs = append(errs, fmt.Errorf("no kernel key %q", d.KernelKeyID))
 	}
@@ -93,18 +80,10 @@ func NewCore(d Deps) (*Core, error) {
 	if d.Ledger == nil {
 		errs = append(errs, errors.New("no payments ledger"))
 	}
-	if d.Log == nil {
-		errs = append(errs, errors.New("no logger"))
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new verifier core: %w", err)
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.NewID == nil {
-		d.NewID = randomID
-	}
+	d.Issuer = d.Issuer.WithDefaults()
 	return &Core{d: d}, nil
 }
 
@@ -117,7 +96,7 @@ func (c *Core) Verify(ctx context.Context, caller string, req *verifierv1.Verify
 	log := c.d.Log.With(zap.String("caller", caller))
 	resp, err := c.verify(ctx, req, log)
 	if err != nil {
-		log.Info("readback refused", zap.String("code", status.Code(toStatus(err)).String()), zap.Error(err))
+		log.Info("readback refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
 		return nil, err
 	}
 	return resp, nil
@@ -161,7 +140,7 @@ func (c *Core) verify(ctx context.Context, req *verifierv1.VerifyRequest, log *z
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
 	if _, err := c.d.Kernel.RecordReadback(kctx, &kernelv1.RecordReadbackRequest{Receipt: env}); err != nil {
-		return nil, fromKernel(ctx, err)
+		return nil, upstream.Classify(ctx, err, ErrNotRecorded)
 	}
 	log.Info("readback",
 		zap.String("receipt_id", receipt.GetReceiptId()),
@@ -189,12 +168,4 @@ func ValidateVerify(req *verifierv1.VerifyRequest) error {
 		return fmt.Errorf("%w: %s", ErrInvalidRequest, strings.Join(problems, "; "))
 	}
 	return nil
-}
-
-// randomID returns 16 random bytes in hex.
-func randomID() string {
-	b := make([]byte, 16)
-	// crypto/rand.Read never fails on supported platforms.
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -19,7 +19,7 @@
 //  5. A ReadbackReceipt is signed (key id = identity) and logged at the
 //     kernel (AdapterService/RecordReadback); it is returned only once
 //     logged. A kernel that cannot be reached is Unavailable; its refusals
-//     pass through unchanged ([KernelRefusal]).
+//     pass through unchanged ([upstream.Refusal]).
 //
 // One JSON log line is written per verification.
 //

@@ -6,6 +6,7 @@ import (
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // Policy is the role policy of the verifier's server: agents ask for the
@@ -32,13 +33,5 @@ func NewHandler(core *Core) *Handler {
 
 // Verify implements VerifierService.Verify.
 func (h *Handler) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*verifierv1.VerifyResponse, error) {
-	if err := ValidateVerify(req); err != nil {
-		return nil, toStatus(err)
-	}
-	caller, _ := serve.Caller(ctx)
-	resp, err := h.core.Verify(ctx, caller.Name, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return resp, nil
+	return service.Handle(ctx, req, ValidateVerify, h.core.Verify, statuses())
 }

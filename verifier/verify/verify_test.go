@@ -25,6 +25,7 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/verifier/payments"
 	"github.com/ambitkernel/ambit/verifier/verify"
 )
@@ -140,12 +141,13 @@ func newCore(t *testing.T, s signers, k *kernel, ledgerPath string) *verify.Hand
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	core, err := verify.NewCore(verify.Deps{
-		Identity: "verifier", Signer: s.verifier,
+		Issuer: service.Issuer{
+			Identity: "verifier", Signer: s.verifier, Log: zap.NewNop(),
+			Now: func() time.Time { return readAt }, NewID: func() string { return "0001" },
+		},
 		Keys:        envelope.Keyring{"kernel": s.kernelPub, "action": s.actionPub},
 		KernelKeyID: "kernel", ActionKeyID: "action",
 		Kernel: k, KernelTimeout: time.Second, Ledger: r,
-		Now: func() time.Time { return readAt }, NewID: func() string { return "0001" },
-		Log: zap.NewNop(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -287,9 +289,9 @@ func TestVerifyRefusals(t *testing.T) {
 func TestNewCoreRefusesOneKeyForBoth(t *testing.T) {
 	s := newSigners(t)
 	_, err := verify.NewCore(verify.Deps{
-		Identity: "verifier", Signer: s.verifier, Keys: envelope.Keyring{"kernel": s.kernelPub},
-		KernelKeyID: "kernel", ActionKeyID: "kernel", Kernel: &kernel{}, KernelTimeout: time.Second,
-		Ledger: nil, Log: zap.NewNop(),
+		Issuer: service.Issuer{Identity: "verifier", Signer: s.verifier, Log: zap.NewNop()},
+		Keys:   envelope.Keyring{"kernel": s.kernelPub}, KernelKeyID: "kernel", ActionKeyID: "kernel",
+		Kernel: &kernel{}, KernelTimeout: time.Second, Ledger: nil,
 	})
 	if err == nil || !strings.Contains(err.Error(), "same") {
 		t.Errorf("NewCore with one key for both = %v", err)
