@@ -66,7 +66,7 @@ func (c *clock) Advance(d time.Duration) {
 // world is a kernel over a real SQLite store with real Ed25519 keys, and the
 // adapters' signers.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	path     string
 	st       *store.Store
@@ -82,7 +82,7 @@ type world struct {
 	receipts atomic.Int64
 }
 
-func newSigner(t *testing.T, id string) (*envelope.Signer, ed25519.PublicKey) {
+func newSigner(t testing.TB, id string) (*envelope.Signer, ed25519.PublicKey) {
 	t.Helper()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -91,7 +91,7 @@ func newSigner(t *testing.T, id string) (*envelope.Signer, ed25519.PublicKey) {
 	return envelope.NewSigner(id, priv), pub
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{t: t, ctx: context.Background(), path: filepath.Join(t.TempDir(), "k.db"), clock: &clock{now: start}, keys: envelope.Keyring{}}
 	for _, p := range []struct {
@@ -146,7 +146,7 @@ func (w *world) newKernel(st *store.Store) *authority.Kernel {
 
 // coupledContract is the coupled profile bound to taskID, to claims_db/C-1001
 // at claims-v42, valid for two days from the test clock's start.
-func coupledContract(t *testing.T, taskID string, edits ...func(*contractv1.Contract)) *contractv1.Contract {
+func coupledContract(t testing.TB, taskID string, edits ...func(*contractv1.Contract)) *contractv1.Contract {
 	t.Helper()
 	c, err := contract.Profile("coupled")
 	if err != nil {

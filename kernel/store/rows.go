@@ -13,7 +13,7 @@ import (
 
 // BindTask binds a task to a contract item, replacing any earlier binding.
 func (t *Tx) BindTask(taskID, itemID string, at time.Time) error {
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, bound_at) VALUES (?, ?, ?)
+	_, err := t.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, bound_at) VALUES (?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET contract_item_id = excluded.contract_item_id, bound_at = excluded.bound_at`,
 		taskID, itemID, ts(at))
 	if err != nil {
@@ -25,7 +25,7 @@ func (t *Tx) BindTask(taskID, itemID string, at time.Time) error {
 // TaskItem returns the contract item a task is bound to.
 func (t *Tx) TaskItem(taskID string) (string, error) {
 	var id string
-	err := t.tx.QueryRowContext(t.ctx, `SELECT contract_item_id FROM tasks WHERE task_id = ?`, taskID).Scan(&id)
+	err := t.QueryRowContext(t.ctx, `SELECT contract_item_id FROM tasks WHERE task_id = ?`, taskID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("task %q: %w", taskID, ErrNotFound)
 	}
@@ -37,7 +37,7 @@ func (t *Tx) TaskItem(taskID string) (string, error) {
 
 // TasksBoundTo lists the tasks bound to a contract item.
 func (t *Tx) TasksBoundTo(itemID string) ([]string, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`, itemID)
+	rows, err := t.QueryContext(t.ctx, `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`, itemID)
 	if err != nil {
 		return nil, fmt.Errorf("tasks bound to %q: %w", itemID, err)
 	}
@@ -57,7 +57,7 @@ func (t *Tx) TasksBoundTo(itemID string) ([]string, error) {
 func (t *Tx) RecordVersion(source, key string) (string, bool, error) {
 	var v string
 	record := source + "/" + key
-	err := t.tx.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
+	err := t.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -69,7 +69,7 @@ func (t *Tx) RecordVersion(source, key string) (string, bool, error) {
 
 // SetRecordVersion notes a record's observed state version.
 func (t *Tx) SetRecordVersion(source, key, version string, at time.Time) error {
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO records (source, record_key, state_version, seen_at) VALUES (?, ?, ?, ?)
+	_, err := t.ExecContext(t.ctx, `INSERT INTO records (source, record_key, state_version, seen_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (source, record_key) DO UPDATE SET state_version = excluded.state_version, seen_at = excluded.seen_at`,
 		source, key, version, ts(at))
 	if err != nil {
@@ -92,7 +92,7 @@ type Evidence struct {
 // InsertEvidence records an evidence receipt; recording the same receipt
 // twice is a no-op, a different one under the same id is refused.
 func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
-	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, payload_hash, source, record_key, state_version, read_at)
+	res, err := t.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, payload_hash, source, record_key, state_version, read_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING`,
 		e.ReceiptID, e.TaskID, e.PayloadHash, e.Source, e.RecordKey, e.StateVersion, ts(e.ReadAt))
 	if err != nil {
@@ -116,7 +116,7 @@ func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
 // move the record's state back.
 func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
 	var n int
-	err := t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM evidence WHERE source = ? AND record_key = ? AND read_at > ?`,
+	err := t.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM evidence WHERE source = ? AND record_key = ? AND read_at > ?`,
 		source, key, ts(at)).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("reads of %s/%s: %w", source, key, err)
@@ -128,7 +128,7 @@ func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
 func (t *Tx) Evidence(receiptID string) (Evidence, error) {
 	e := Evidence{ReceiptID: receiptID}
 	var readAt string
-	err := t.tx.QueryRowContext(t.ctx, `SELECT task_id, payload_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
+	err := t.QueryRowContext(t.ctx, `SELECT task_id, payload_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
 		receiptID).Scan(&e.TaskID, &e.PayloadHash, &e.Source, &e.RecordKey, &e.StateVersion, &readAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Evidence{}, fmt.Errorf("evidence %q: %w", receiptID, ErrNotFound)
@@ -176,18 +176,21 @@ func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 
 // InsertCapability records an issued capability.
 func (t *Tx) InsertCapability(c Capability) error {
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.ActionType, c.Currency,
 		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash)
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	if counted(c.Status) {
+		return t.use(c, 1)
 	}
 	return nil
 }
 
 // Capability returns one capability.
 func (t *Tx) Capability(id string) (Capability, error) {
-	c, err := scanCapability(t.tx.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id = ?`, id))
+	c, err := scanCapability(t.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Capability{}, fmt.Errorf("capability %q: %w", id, ErrNotFound)
 	}
@@ -197,12 +200,27 @@ func (t *Tx) Capability(id string) (Capability, error) {
 	return c, nil
 }
 
-// UpdateCapability writes a capability's commitment fields.
+// UpdateCapability writes a capability's commitment fields, and its task's
+// usage when the capability stops or starts counting.
 func (t *Tx) UpdateCapability(c Capability) error {
-	_, err := t.tx.ExecContext(t.ctx, `UPDATE capabilities SET status = ?, effect_receipt_id = ?, readback_receipt_id = ?, note = ?
+	var was agentv1.CommitmentStatus
+	err := t.QueryRowContext(t.ctx, `SELECT status FROM capabilities WHERE capability_id = ?`, c.CapabilityID).Scan(&was)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("capability %q: %w", c.CapabilityID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	_, err = t.ExecContext(t.ctx, `UPDATE capabilities SET status = ?, effect_receipt_id = ?, readback_receipt_id = ?, note = ?
 		WHERE capability_id = ?`, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, c.CapabilityID)
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	switch {
+	case counted(was) && !counted(c.Status):
+		return t.use(c, -1)
+	case !counted(was) && counted(c.Status):
+		return t.use(c, 1)
 	}
 	return nil
 }
@@ -216,7 +234,7 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 		q += ` WHERE task_id = ?`
 		args = append(args, taskID)
 	}
-	rows, err := t.tx.QueryContext(t.ctx, q+` ORDER BY issued_at, capability_id`, args...)
+	rows, err := t.QueryContext(t.ctx, q+` ORDER BY issued_at, capability_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("capabilities: %w", err)
 	}
@@ -232,14 +250,52 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 	return out, rows.Err()
 }
 
-// Usage counts the capabilities that use up a task's grant at now — all
-// but revoked ones and unredeemed ones past their expiry — and sums their
-// amounts in currency.
+// counted reports whether a capability in status s uses up its task's
+// grant: every one but a revoked or expired one.
+func counted(s agentv1.CommitmentStatus) bool {
+	return s != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED && s != agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
+}
+
+// use adds (sign 1) or removes (sign -1) a capability from its task's usage.
+func (t *Tx) use(c Capability, sign int64) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES (?, ?, ?, ?)
+		ON CONFLICT (task_id, currency) DO UPDATE SET actions = actions + excluded.actions, amount_minor = amount_minor + excluded.amount_minor`,
+		c.TaskID, c.Currency, sign, sign*c.AmountMinor)
+	if err != nil {
+		return fmt.Errorf("usage of task %q: %w", c.TaskID, err)
+	}
+	return nil
+}
+
+// Usage counts the capabilities that use up a task's grant at now and sums
+// their amounts in currency. Outstanding capabilities past their expiry are
+// marked expired first: an unredeemed capability stops counting when it can
+// no longer be used.
 func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int64, err error) {
-	err = t.tx.QueryRowContext(t.ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
-		FROM capabilities WHERE task_id = ? AND status != ? AND NOT (status = ? AND expires_at < ?)`,
-		currency, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED,
-		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now)).Scan(&count, &sum)
+	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
+		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
+	}
+	var expired []Capability
+	for rows.Next() {
+		c, err := scanCapability(rows)
+		if err != nil {
+			rows.Close()
+			return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
+		}
+		expired = append(expired, c)
+	}
+	rows.Close()
+	for _, c := range expired {
+		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
+		c.Note = "expired before it was redeemed"
+		if err := t.UpdateCapability(c); err != nil {
+			return 0, 0, err
+		}
+	}
+	err = t.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(actions), 0), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
+		FROM task_usage WHERE task_id = ?`, currency, taskID).Scan(&count, &sum)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
 	}
@@ -249,7 +305,7 @@ func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int
 // Outstanding lists capabilities not yet redeemed, for a record or for a
 // task (whichever is non-empty).
 func (t *Tx) Outstanding(record, taskID string) ([]Capability, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
+	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
 		WHERE status = ? AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?)) ORDER BY issued_at`,
 		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, record, taskID, taskID)
 	if err != nil {
@@ -280,7 +336,7 @@ func (t *Tx) InsertApproval(a Approval) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx, `INSERT INTO approvals (approval_id, task_id, decision_id, effect_hash, record, state, decided_by, note, requested_at, body)
+	_, err = t.ExecContext(t.ctx, `INSERT INTO approvals (approval_id, task_id, decision_id, effect_hash, record, state, decided_by, note, requested_at, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.Body.GetApprovalId(), a.Body.GetTaskId(), a.Body.GetDecisionId(), a.EffectHash, a.Record,
 		a.Body.GetState(), a.Body.GetDecidedBy(), a.Body.GetNote(), ts(a.Body.GetRequestedAt().AsTime()), body)
 	if err != nil {
@@ -295,7 +351,7 @@ func (t *Tx) UpdateApproval(a Approval) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.ExecContext(t.ctx, `UPDATE approvals SET state = ?, decided_by = ?, note = ?, body = ? WHERE approval_id = ?`,
+	_, err = t.ExecContext(t.ctx, `UPDATE approvals SET state = ?, decided_by = ?, note = ?, body = ? WHERE approval_id = ?`,
 		a.Body.GetState(), a.Body.GetDecidedBy(), a.Body.GetNote(), body, a.Body.GetApprovalId())
 	if err != nil {
 		return fmt.Errorf("approval %q: %w", a.Body.GetApprovalId(), err)
@@ -327,7 +383,7 @@ func (t *Tx) OpenApprovals(record, taskID string) ([]Approval, error) {
 }
 
 func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {
-	rows, err := t.tx.QueryContext(t.ctx, `SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
+	rows, err := t.QueryContext(t.ctx, `SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
@@ -69,6 +70,18 @@ var schema = []string{
 		effect_hash         TEXT NOT NULL DEFAULT ''
 	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_task ON capabilities (task_id)`,
+	// Outstanding capabilities only: what Usage and revocation look at.
+	`CREATE INDEX IF NOT EXISTS capabilities_outstanding ON capabilities (task_id, expires_at) WHERE status = 1`,
+	// What each task's capabilities use up, kept with every status change
+	// so that deciding costs the same in a task's thousandth action as in
+	// its first.
+	`CREATE TABLE IF NOT EXISTS task_usage (
+		task_id      TEXT NOT NULL,
+		currency     TEXT NOT NULL,
+		actions      INTEGER NOT NULL,
+		amount_minor INTEGER NOT NULL,
+		PRIMARY KEY (task_id, currency)
+	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record)`,
 	`CREATE INDEX IF NOT EXISTS evidence_record ON evidence (source, record_key, read_at)`,
 	`CREATE TABLE IF NOT EXISTS approvals (
@@ -88,6 +101,13 @@ var schema = []string{
 // Store is the kernel database.
 type Store struct {
 	db *sql.DB
+	// stmts caches prepared statements by query text: parsing SQL costs
+	// more than running most of the kernel's queries.
+	stmts sync.Map
+
+	mu      sync.Mutex
+	pending []*job
+	leading bool
 }
 
 // Open opens (creating if needed) the SQLite database at path.
@@ -119,24 +139,139 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
 
-// Update runs fn in one write transaction and commits it when fn returns
-// nil.
+// maxBatch bounds how many updates share one commit.
+const maxBatch = 128
+
+// job is one Update waiting to run.
+type job struct {
+	ctx  context.Context
+	fn   func(tx *Tx) error
+	done chan error
+	lead chan struct{}
+}
+
+// Update runs fn in a write transaction and returns once its changes are
+// committed (nil) or rolled back (fn's or the commit's error). Concurrent
+// updates are group-committed: one caller at a time leads, running every
+// waiting update in one transaction, each inside its own savepoint, so one
+// update's failure rolls back only its own changes and the whole group
+// pays for one commit (one fsync) instead of one each.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	sqlTx, err := s.db.BeginTx(ctx, nil)
+	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.pending = append(s.pending, j)
+	leader := !s.leading
+	s.leading = true
+	s.mu.Unlock()
+	if leader {
+		s.lead()
+	}
+	for {
+		select {
+		case err := <-j.done:
+			return err
+		case <-j.lead:
+			s.lead()
+		}
+	}
+}
+
+// lead runs one batch, then hands the lead to the next waiting update.
+func (s *Store) lead() {
+	s.mu.Lock()
+	n := min(len(s.pending), maxBatch)
+	batch := s.pending[:n:n]
+	s.pending = s.pending[n:]
+	s.mu.Unlock()
+
+	s.runBatch(batch)
+
+	s.mu.Lock()
+	if len(s.pending) > 0 {
+		s.pending[0].lead <- struct{}{}
+	} else {
+		s.leading = false
+	}
+	s.mu.Unlock()
+}
+
+func (s *Store) runBatch(batch []*job) {
+	results := make([]error, len(batch))
+	var unprepared []string
+	sqlTx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		for _, j := range batch {
+			j.done <- fmt.Errorf("begin: %w", err)
+		}
+		return
 	}
-	tx := &Tx{tx: sqlTx, ctx: ctx}
-	if err := fn(tx); err != nil {
+	ran := false
+	// A lone update needs no savepoint: a failure rolls back everything.
+	savepoints := len(batch) > 1
+	for i, j := range batch {
+		if err := j.ctx.Err(); err != nil {
+			results[i] = err // never started: nothing to undo
+			continue
+		}
+		if !savepoints {
+			tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s}
+			results[i] = runJob(j.fn, tx)
+			unprepared = append(unprepared, tx.unprepared...)
+			ran = results[i] == nil
+			continue
+		}
+		if _, err := sqlTx.ExecContext(context.Background(), `SAVEPOINT update_job`); err != nil {
+			results[i] = fmt.Errorf("savepoint: %w", err)
+			continue
+		}
+		tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s}
+		results[i] = runJob(j.fn, tx)
+		unprepared = append(unprepared, tx.unprepared...)
+		if results[i] != nil {
+			if _, err := sqlTx.ExecContext(context.Background(), `ROLLBACK TO SAVEPOINT update_job`); err != nil {
+				results[i] = errors.Join(results[i], fmt.Errorf("roll back: %w", err))
+			}
+		} else {
+			ran = true
+		}
+		if _, err := sqlTx.ExecContext(context.Background(), `RELEASE SAVEPOINT update_job`); err != nil && results[i] == nil {
+			results[i] = fmt.Errorf("release savepoint: %w", err)
+		}
+	}
+	if ran {
+		if err := sqlTx.Commit(); err != nil {
+			for i := range results {
+				if results[i] == nil {
+					results[i] = fmt.Errorf("commit: %w", err)
+				}
+			}
+		}
+	} else {
 		_ = sqlTx.Rollback()
-		return err
 	}
-	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	s.prepare(context.Background(), unprepared)
+	for i, j := range batch {
+		j.done <- results[i]
 	}
-	return nil
+}
+
+// runJob runs one update, turning a panic into that update's error so the
+// rest of its group still commits.
+func runJob(fn func(tx *Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("update panicked: %v", r)
+		}
+	}()
+	return fn(tx)
 }
 
 // View runs fn in a transaction that is always rolled back.
@@ -145,8 +280,10 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	tx := &Tx{tx: sqlTx, ctx: ctx, s: s}
+	defer func() { s.prepare(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
-	return fn(&Tx{tx: sqlTx, ctx: ctx})
+	return fn(tx)
 }
 
 // Entries reads the journal after position after (limit <= 0: all).
@@ -162,17 +299,71 @@ var (
 
 // Tx is one transaction.
 type Tx struct {
-	tx  *sql.Tx
-	ctx context.Context
+	tx         *sql.Tx
+	ctx        context.Context
+	s          *Store
+	unprepared []string
+}
+
+// stmt returns the transaction's handle on the cached statement for query,
+// or nil when it is not prepared yet; then the query runs unprepared and is
+// prepared once the transaction has given its connection back.
+func (t *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if v, ok := t.s.stmts.Load(query); ok {
+		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
+	}
+	t.unprepared = append(t.unprepared, query)
+	return nil
+}
+
+// prepare caches statements for queries that ran unprepared. It runs
+// outside any transaction: the store has one connection.
+func (s *Store) prepare(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		if _, ok := s.stmts.Load(q); ok {
+			continue
+		}
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it will run unprepared again
+		}
+		if _, loaded := s.stmts.LoadOrStore(q, st); loaded {
+			st.Close()
+		}
+	}
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query in the transaction.
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a one-row query in the transaction.
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
 // Append adds a journal entry that commits with the transaction.
 func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry, error) {
-	return journal.Append(t.ctx, t.tx, at, kind, ref, body)
+	return journal.Append(t.ctx, t, at, kind, ref, body)
 }
 
 // Head is the journal's head hash.
-func (t *Tx) Head() (string, error) { return journal.Head(t.ctx, t.tx) }
+func (t *Tx) Head() (string, error) { return journal.Head(t.ctx, t) }
 
 // tsLayout has a fixed width, so stored times compare correctly as text.
 const tsLayout = "2006-01-02T15:04:05.000000000Z"

@@ -44,6 +44,8 @@ const (
 	CommitmentStatus_COMMITMENT_STATUS_FAILED CommitmentStatus = 5
 	// The capability was revoked before use (e.g. the state changed).
 	CommitmentStatus_COMMITMENT_STATUS_REVOKED CommitmentStatus = 6
+	// The capability expired before it was redeemed; nothing happened.
+	CommitmentStatus_COMMITMENT_STATUS_EXPIRED CommitmentStatus = 7
 )
 
 // Enum value maps for CommitmentStatus.
@@ -56,6 +58,7 @@ var (
 		4: "COMMITMENT_STATUS_VERIFIED",
 		5: "COMMITMENT_STATUS_FAILED",
 		6: "COMMITMENT_STATUS_REVOKED",
+		7: "COMMITMENT_STATUS_EXPIRED",
 	}
 	CommitmentStatus_value = map[string]int32{
 		"COMMITMENT_STATUS_UNSPECIFIED": 0,
@@ -65,6 +68,7 @@ var (
 		"COMMITMENT_STATUS_VERIFIED":    4,
 		"COMMITMENT_STATUS_FAILED":      5,
 		"COMMITMENT_STATUS_REVOKED":     6,
+		"COMMITMENT_STATUS_EXPIRED":     7,
 	}
 )
 
@@ -655,7 +659,7 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\"N\n" +
 	"\x1dRequestBoundaryChangeResponse\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x14\n" +
-	"\x05class\x18\x02 \x01(\tR\x05class*\xf4\x01\n" +
+	"\x05class\x18\x02 \x01(\tR\x05class*\x93\x02\n" +
 	"\x10CommitmentStatus\x12!\n" +
 	"\x1dCOMMITMENT_STATUS_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCOMMITMENT_STATUS_AUTHORISED\x10\x01\x12\x1e\n" +
@@ -663,7 +667,8 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\x1aCOMMITMENT_STATUS_EFFECTED\x10\x03\x12\x1e\n" +
 	"\x1aCOMMITMENT_STATUS_VERIFIED\x10\x04\x12\x1c\n" +
 	"\x18COMMITMENT_STATUS_FAILED\x10\x05\x12\x1d\n" +
-	"\x19COMMITMENT_STATUS_REVOKED\x10\x062\xbd\x02\n" +
+	"\x19COMMITMENT_STATUS_REVOKED\x10\x06\x12\x1d\n" +
+	"\x19COMMITMENT_STATUS_EXPIRED\x10\a2\xbd\x02\n" +
 	"\fAgentService\x12_\n" +
 	"\x0eSubmitProposal\x12%.ambit.agent.v1.SubmitProposalRequest\x1a&.ambit.agent.v1.SubmitProposalResponse\x12V\n" +
 	"\vGetSelfView\x12\".ambit.agent.v1.GetSelfViewRequest\x1a#.ambit.agent.v1.GetSelfViewResponse\x12t\n" +

@@ -1,0 +1,70 @@
+package authority_test
+
+import (
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// BenchmarkSubmit decides ALLOW-able proposals in process, without the
+// network: evidence lookup, fact derivation, evaluation, two signatures and
+// the journaled transaction. It shows where a networked decision's time
+// goes beyond the transport.
+func BenchmarkSubmit(b *testing.B) {
+	w := newWorld(b)
+	opts := w.options(w.st)
+	opts.Log = zap.NewNop()
+	k, err := authority.New(w.ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.k = k
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 1 << 30
+		c.Action.MaxCumulativeAmount = nil
+		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
+	})
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := k.Submit(w.ctx, p)
+		if err != nil || d.Capability == nil {
+			b.Fatalf("%v %v", d, err)
+		}
+	}
+}
+
+// BenchmarkSubmitParallel decides from 16 goroutines at once: the store
+// group-commits their transactions.
+func BenchmarkSubmitParallel(b *testing.B) {
+	w := newWorld(b)
+	opts := w.options(w.st)
+	opts.Log = zap.NewNop()
+	k, err := authority.New(w.ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.k = k
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 1 << 30
+		c.Action.MaxCumulativeAmount = nil
+		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
+	})
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if d, err := k.Submit(w.ctx, p); err != nil || d.Capability == nil {
+				b.Errorf("%v %v", d, err)
+				return
+			}
+		}
+	})
+}

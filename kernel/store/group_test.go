@@ -1,0 +1,100 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/store"
+)
+
+// TestGroupCommitIsolatesFailures runs many updates at once, so that they
+// share transactions: every failing or panicking update leaves nothing
+// behind, every other one commits, and the journal stays one valid chain.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	const n = 64
+	errBoom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx *store.Tx) error {
+				if _, err := tx.Append(t0, "test", fmt.Sprintf("job-%02d", i), nil); err != nil {
+					return err
+				}
+				if err := tx.BindTask(fmt.Sprintf("task-%02d", i), "item", t0); err != nil {
+					return err
+				}
+				switch i % 8 {
+				case 3:
+					return errBoom
+				case 5:
+					panic("job panics")
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	committed := map[string]bool{}
+	for i, err := range errs {
+		switch i % 8 {
+		case 3:
+			if !errors.Is(err, errBoom) {
+				t.Errorf("job %d: %v, want its own error", i, err)
+			}
+		case 5:
+			if err == nil {
+				t.Errorf("job %d panicked but reported success", i)
+			}
+		default:
+			if err != nil {
+				t.Errorf("job %d: %v", i, err)
+			}
+			committed[fmt.Sprintf("job-%02d", i)] = true
+		}
+	}
+	entries, err := s.Entries(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := journal.Verify(entries); !r.OK {
+		t.Fatalf("journal after group commits: %+v", r)
+	}
+	if len(entries) != len(committed) {
+		t.Errorf("%d journal entries, want %d", len(entries), len(committed))
+	}
+	for _, e := range entries {
+		if !committed[e.Ref] {
+			t.Errorf("entry %s of a failed update was committed", e.Ref)
+		}
+	}
+	view(t, s, func(tx *store.Tx) error {
+		for i := range n {
+			_, err := tx.TaskItem(fmt.Sprintf("task-%02d", i))
+			if bound := err == nil; bound != (i%8 != 3 && i%8 != 5) {
+				t.Errorf("task-%02d bound = %v (%v)", i, bound, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestUpdateWithCancelledContext never runs an update whose caller is gone.
+func TestUpdateWithCancelledContext(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ran := false
+	err := s.Update(ctx, func(*store.Tx) error { ran = true; return nil })
+	if !errors.Is(err, context.Canceled) || ran {
+		t.Errorf("Update = %v, ran %v; want Canceled without running", err, ran)
+	}
+}
