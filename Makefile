@@ -32,8 +32,9 @@ test: ## Run every module's tests with the race detector
 
 .PHONY: bench
 bench: ## Print evaluator and networked benchmarks beside their baselines
-	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
-	AMBIT_BENCH=1 go test -run '^$$' -bench . -benchmem -count 1 -timeout 20m ./e2e/...
+	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/ ./kernel/authority/
+	AMBIT_BENCH=1 go test -run '^$$' -bench . -benchmem -count 1 -timeout 20m ./e2e/
+	AMBIT_BENCH=1 AMBIT_BENCH_DURABILITY=normal go test -run '^$$' -bench . -count 1 -timeout 20m ./e2e/ | grep -A12 'networked figures' 
 
 .PHONY: build
 build: ## Build the binaries into bin/

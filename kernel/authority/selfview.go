@@ -115,6 +115,8 @@ func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store
 		switch c.Status {
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED:
 			out = append(out, fmt.Sprintf("capability %s revoked: %s", c.CapabilityID, c.Note))
+		case agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED:
+			out = append(out, fmt.Sprintf("capability %s expired before it was used", c.CapabilityID))
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED:
 			out = append(out, fmt.Sprintf("commitment %s failed readback: %s", c.CapabilityID, c.Note))
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
