@@ -209,10 +209,7 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 	var out Redeemed
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
-		row, err := tx.Capability(c.GetCapabilityId())
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", c.GetCapabilityId())
-		}
+		row, err := issued(tx, c.GetCapabilityId())
 		if err != nil {
 			return err
 		}
@@ -260,6 +257,15 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 	return out, nil
 }
 
+// issued returns a capability this kernel issued.
+func issued(tx *store.Tx, id string) (store.Capability, error) {
+	row, err := tx.Capability(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return row, refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", id)
+	}
+	return row, err
+}
+
 func splitRecord(r string) (string, string) {
 	for i := 0; i < len(r); i++ {
 		if r[i] == '/' {
@@ -279,10 +285,7 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	var out *agentv1.Commitment
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
-		row, err := tx.Capability(r.GetCapabilityId())
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", r.GetCapabilityId())
-		}
+		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {
 			return err
 		}
@@ -335,10 +338,7 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 	var out *agentv1.Commitment
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
-		row, err := tx.Capability(r.GetCapabilityId())
-		if errors.Is(err, store.ErrNotFound) {
-			return refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", r.GetCapabilityId())
-		}
+		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {
 			return err
 		}

@@ -9,11 +9,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// BenchmarkSubmit decides ALLOW-able proposals in process, without the
-// network: evidence lookup, fact derivation, evaluation, two signatures and
-// the journaled transaction. It shows where a networked decision's time
-// goes beyond the transport.
-func BenchmarkSubmit(b *testing.B) {
+// benchKernel is a kernel without logging and a proposal it allows again
+// and again: the task's contract grants as many refunds as a benchmark
+// makes, none needing review.
+func benchKernel(b *testing.B) (*world, *authority.Kernel, authority.Proposal) {
 	w := newWorld(b)
 	opts := w.options(w.st)
 	opts.Log = zap.NewNop()
@@ -28,7 +27,15 @@ func BenchmarkSubmit(b *testing.B) {
 		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
 	})
 	env, _ := w.read(task)
-	p := proposal(task, refund(1740, subject), env)
+	return w, k, proposal(task, refund(1740, subject), env)
+}
+
+// BenchmarkSubmit decides ALLOW-able proposals in process, without the
+// network: evidence lookup, fact derivation, evaluation, two signatures and
+// the journaled transaction. It shows where a networked decision's time
+// goes beyond the transport.
+func BenchmarkSubmit(b *testing.B) {
+	w, k, p := benchKernel(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := k.Submit(w.ctx, p)
@@ -41,21 +48,7 @@ func BenchmarkSubmit(b *testing.B) {
 // BenchmarkSubmitParallel decides from 16 goroutines at once: the store
 // group-commits their transactions.
 func BenchmarkSubmitParallel(b *testing.B) {
-	w := newWorld(b)
-	opts := w.options(w.st)
-	opts.Log = zap.NewNop()
-	k, err := authority.New(w.ctx, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w.k = k
-	w.canonicalTask(task, func(c *contractv1.Contract) {
-		c.Action.MaxActions = 1 << 30
-		c.Action.MaxCumulativeAmount = nil
-		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
-	})
-	env, _ := w.read(task)
-	p := proposal(task, refund(1740, subject), env)
+	w, k, p := benchKernel(b)
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()

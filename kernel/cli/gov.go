@@ -27,16 +27,21 @@ func (g *govFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "deadline for the call")
 }
 
-func (g *govFlags) dial(ctx context.Context) (kernelv1.GovernanceServiceClient, func(), error) {
+// call runs fn against the governance listener, authenticated as --as,
+// within --timeout.
+func (g *govFlags) call(ctx context.Context, fn func(context.Context, kernelv1.GovernanceServiceClient) error) error {
 	tlsCfg, err := pki.ClientTLS(g.pkiDir, g.as)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	conn, err := serve.Dial(ctx, g.kernel, tlsCfg)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return kernelv1.NewGovernanceServiceClient(conn), func() { _ = conn.Close() }, nil
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	return fn(ctx, kernelv1.NewGovernanceServiceClient(conn))
 }
 
 func runApprove(ctx context.Context, env *Env, args []string) error {
@@ -59,14 +64,11 @@ func decideApproval(ctx context.Context, env *Env, args []string, approve bool) 
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: %s [flags] APPROVAL_ID", ErrUsage, name)
 	}
-	client, done, err := g.dial(ctx)
-	if err != nil {
+	var resp *kernelv1.DecideApprovalResponse
+	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: fs.Arg(0), Approve: approve, Note: *note})
 		return err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	resp, err := client.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: fs.Arg(0), Approve: approve, Note: *note})
+	})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, fs.Arg(0), err)
 	}
@@ -82,14 +84,11 @@ func runApprovals(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	client, done, err := g.dial(ctx)
-	if err != nil {
+	var resp *kernelv1.ListApprovalsResponse
+	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{})
 		return err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	resp, err := client.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{})
+	})
 	if err != nil {
 		return fmt.Errorf("list approvals: %w", err)
 	}

@@ -103,14 +103,11 @@ func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
 		}
 		r = journal.Verify(entries)
 	} else {
-		client, done, err := g.dial(ctx)
-		if err != nil {
+		var resp *kernelv1.VerifyLogResponse
+		err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+			resp, err = c.VerifyLog(ctx, &kernelv1.VerifyLogRequest{})
 			return err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, g.timeout)
-		defer cancel()
-		resp, err := client.VerifyLog(ctx, &kernelv1.VerifyLogRequest{})
+		})
 		if err != nil {
 			return fmt.Errorf("verify log: %w", err)
 		}
@@ -153,14 +150,11 @@ func runLedgerAt(ctx context.Context, env *Env, args []string) error {
 	default:
 		return fmt.Errorf("%w: ledger at [TIME]", ErrUsage)
 	}
-	client, done, err := g.dial(ctx)
-	if err != nil {
+	var resp *kernelv1.ListItemsResponse
+	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.ListItems(ctx, req)
 		return err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	resp, err := client.ListItems(ctx, req)
+	})
 	if err != nil {
 		return fmt.Errorf("list items: %w", err)
 	}
