@@ -77,7 +77,7 @@ func bindBenchTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, ta
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {
 		return err
 	}
-	_, err = gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: task, ContractItemId: id})
+	_, err = gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: task, ContractItemId: id, Agent: "agent"})
 	return err
 }
 

@@ -58,20 +58,37 @@ func TestTransferScenario(t *testing.T) {
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-08"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: "transfer-a", ContractItemId: "POL-2026-08"}); err != nil {
+	if _, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: "transfer-a", ContractItemId: "POL-2026-08", Agent: "agent"}); err != nil {
 		t.Fatal(err)
 	}
-	read := func(task string, fields ...string) (*evidencev1.ReadResponse, error) {
-		return k.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: task, Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: fields})
+	// The second agent has its own certificate and its own connections.
+	evB, err := c.Conn(ctx, c.EvidenceAddr, "agent-b")
+	if err != nil {
+		t.Fatal(err)
 	}
-	propose := func(task string, minor int64, ev *receiptv1.Envelope) *agentv1.SubmitProposalResponse {
+	agB, err := c.Conn(ctx, c.KernelAgent, "agent-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentB := &demo.Clients{Evidence: evidencev1.NewEvidenceServiceClient(evB), Agent: agentv1.NewAgentServiceClient(agB)}
+	readAs := func(as *demo.Clients, task string, fields ...string) (*evidencev1.ReadResponse, error) {
+		return as.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: task, Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: fields})
+	}
+	proposeAs := func(as *demo.Clients, task string, minor int64, ev *receiptv1.Envelope) *agentv1.SubmitProposalResponse {
 		t.Helper()
-		d, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: task, Purpose: "expense-refund",
+		d, err := as.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: task, Purpose: "expense-refund",
 			Action: demo.Refund(claims.DemoClaim1001, minor, claims.DemoClaimant), Evidence: []*receiptv1.Envelope{ev}})
 		if err != nil {
 			t.Fatalf("propose in %s: %v", task, err)
 		}
 		return d
+	}
+	read := func(task string, fields ...string) (*evidencev1.ReadResponse, error) {
+		return readAs(k, task, fields...)
+	}
+	propose := func(task string, minor int64, ev *receiptv1.Envelope) *agentv1.SubmitProposalResponse {
+		t.Helper()
+		return proposeAs(k, task, minor, ev)
 	}
 	r, err := read("transfer-a", demo.ClaimFields...)
 	if err != nil {
@@ -152,7 +169,7 @@ func TestTransferScenario(t *testing.T) {
 		t.Errorf("under the deprecated contract: %v", stale.GetDecision())
 	}
 	// Rebinding to the new canon restores reach, under the new limit.
-	if _, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: "transfer-a", ContractItemId: "POL-2026-09"}); err != nil {
+	if _, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: "transfer-a", ContractItemId: "POL-2026-09", Agent: "agent"}); err != nil {
 		t.Fatal(err)
 	}
 	r2, err := read("transfer-a", demo.ClaimFields...)
@@ -177,7 +194,7 @@ func TestTransferScenario(t *testing.T) {
 		ActionTypes: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"commitments", "credentials"},
 		MaxAmount: money.New("GBP", 3000),
 	}
-	child, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-b", ChildTaskId: "transfer-b", Filter: filter})
+	child, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-b", ChildTaskId: "transfer-b", ChildAgent: "agent-b", Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,28 +209,36 @@ func TestTransferScenario(t *testing.T) {
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-09/agent-b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := read("transfer-b", "claim_id", "receipt_date"); status.Code(err) != codes.PermissionDenied {
+	if _, err := readAs(agentB, "transfer-b", "claim_id", "receipt_date"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("child reading a field outside its subset: %v, want PermissionDenied", err)
 	}
-	rb, err := read("transfer-b", "claim_id", "claimant_id", "receipt_total")
+	rb, err := readAs(agentB, "transfer-b", "claim_id", "claimant_id", "receipt_total")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := propose("transfer-b", 4000, rb.GetSignedReceipt()); d.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_DENY {
+	// The first agent has no reach into the second agent's task.
+	if _, err := read("transfer-b", "claim_id"); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("first agent reading for the child task: %v, want PermissionDenied", err)
+	}
+	if _, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: "transfer-b", Purpose: "expense-refund",
+		Action: demo.Refund(claims.DemoClaim1001, 1740, claims.DemoClaimant), Evidence: []*receiptv1.Envelope{rb.GetSignedReceipt()}}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("first agent proposing in the child task: %v, want PermissionDenied", err)
+	}
+	if d := proposeAs(agentB, "transfer-b", 4000, rb.GetSignedReceipt()); d.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_DENY {
 		t.Errorf("child above its lowered limit: %v", d.GetDecision())
 	}
-	if d := propose("transfer-b", 1740, rb.GetSignedReceipt()); d.GetCapability() == nil {
+	if d := proposeAs(agentB, "transfer-b", 1740, rb.GetSignedReceipt()); d.GetCapability() == nil {
 		t.Errorf("child within its subset: %v", d.GetDecision())
 	}
 	// Without a declared filter the child is HOLD and grants nothing.
-	hold, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-c", ChildTaskId: "transfer-c"})
+	hold, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-c", ChildTaskId: "transfer-c", ChildAgent: "agent-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if class(hold.GetItem()) != "HOLD" {
 		t.Errorf("unfiltered handoff is %s, want HOLD", class(hold.GetItem()))
 	}
-	if _, err := read("transfer-c", "claim_id"); status.Code(err) != codes.PermissionDenied {
+	if _, err := readAs(agentB, "transfer-c", "claim_id"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("read under a HOLD contract: %v, want PermissionDenied", err)
 	}
 

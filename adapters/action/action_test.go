@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -31,6 +32,8 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/ambitkernel/ambit/sdk/service"
 )
 
@@ -115,7 +118,7 @@ func (k keys) capability(t *testing.T, key string, a *contractv1.Action) *receip
 	env, err := envelope.NewSigner("kernel", k.kernelPriv).Sign(&receiptv1.Capability{
 		CapabilityId: "cap-" + key, DecisionId: "dec-1", TaskId: "refund-claim-1001", ContractHash: "h",
 		Action: a, Destination: "claimant", StateVersion: "claims-v42", IdempotencyKey: key,
-		IssuedAt: timestamppb.New(now.Add(-time.Minute)), ExpiresAt: timestamppb.New(expires),
+		IssuedAt: timestamppb.New(now.Add(-time.Minute)), ExpiresAt: timestamppb.New(expires), Holder: "agent",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +223,7 @@ func request(capability *receiptv1.Envelope, key string, a *contractv1.Action) *
 func TestExecuteFirstThenRetry(t *testing.T) {
 	k := &kernel{}
 	f := newFixture(t, k, "", nil)
-	ctx := context.Background()
+	ctx := agentCtx()
 	req := request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))
 	first, err := f.h.Execute(ctx, req)
 	if err != nil {
@@ -277,7 +280,7 @@ func TestExecuteFirstThenRetry(t *testing.T) {
 	if len(effects) != 2 {
 		t.Fatalf("%d effect log lines, want 2", len(effects))
 	}
-	wantLog := map[string]any{"caller": "", "idempotency_key": "idem-1", "capability_id": "cap-idem-1", "task_id": "refund-claim-1001",
+	wantLog := map[string]any{"caller": "agent", "idempotency_key": "idem-1", "capability_id": "cap-idem-1", "task_id": "refund-claim-1001",
 		"payment_id": "pay-0001", "receipt_id": "eff-0002", "amount_minor": int64(1740), "currency": "GBP", "repeated": true, "first_redemption": false}
 	if diff := cmp.Diff(wantLog, effects[1].ContextMap()); diff != "" {
 		t.Errorf("retry log line (-want +got):\n%s", diff)
@@ -348,7 +351,7 @@ func TestExecuteRefusals(t *testing.T) {
 		{
 			name: "key already paid a different effect",
 			setup: func(t *testing.T, f *fixture) *actionv1.ExecuteRequest {
-				if _, err := f.h.Execute(context.Background(), request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))); err != nil {
+				if _, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))); err != nil {
 					t.Fatal(err)
 				}
 				// A second capability reusing the key for another amount.
@@ -384,7 +387,7 @@ func TestExecuteRefusals(t *testing.T) {
 			name: "kernel unreachable on a retry fails closed too",
 			setup: func(t *testing.T, f *fixture) *actionv1.ExecuteRequest {
 				req := request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))
-				if _, err := f.h.Execute(context.Background(), req); err != nil {
+				if _, err := f.h.Execute(agentCtx(), req); err != nil {
 					t.Fatal(err)
 				}
 				f.kernel.set(status.Error(codes.Unavailable, "down"), nil)
@@ -426,7 +429,7 @@ func TestExecuteRefusals(t *testing.T) {
 			f := newFixture(t, k, "", nil)
 			req := tt.setup(t, f)
 			redeemedBefore, recordedBefore := k.counts()
-			resp, err := f.h.Execute(context.Background(), req)
+			resp, err := f.h.Execute(agentCtx(), req)
 			if resp != nil {
 				t.Errorf("Execute returned %v", resp)
 			}
@@ -451,7 +454,7 @@ func TestExecuteRefusals(t *testing.T) {
 func TestNoReceiptUnlessRecorded(t *testing.T) {
 	k := &kernel{recordErr: status.Error(codes.Unavailable, "down")}
 	f := newFixture(t, k, "", nil)
-	ctx := context.Background()
+	ctx := agentCtx()
 	req := request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))
 	resp, err := f.h.Execute(ctx, req)
 	if resp != nil {
@@ -485,7 +488,7 @@ func TestSweepRecordsWhatTheAgentNeverRetried(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
 	k := &kernel{recordErr: status.Error(codes.Unavailable, "down")}
 	f := newFixture(t, k, "", nil)
-	ctx := context.Background()
+	ctx := agentCtx()
 	for _, key := range []string{"idem-1", "idem-2"} {
 		if _, err := f.h.Execute(ctx, request(f.keys.capability(t, key, refund(1740)), key, refund(1740))); status.Code(err) != codes.Unavailable {
 			t.Fatalf("Execute(%s) = %v, want Unavailable", key, err)
@@ -535,7 +538,7 @@ func TestAfterCommitRunsBetweenCommitAndRecord(t *testing.T) {
 	})
 	req := request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740))
 	for range 2 {
-		if _, err := f.h.Execute(context.Background(), req); err != nil {
+		if _, err := f.h.Execute(agentCtx(), req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -556,7 +559,7 @@ func TestConcurrentRetriesPayOnce(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { resps[i], errs[i] = f.h.Execute(context.Background(), req) })
+		wg.Go(func() { resps[i], errs[i] = f.h.Execute(agentCtx(), req) })
 	}
 	wg.Wait()
 	fresh := 0
@@ -622,7 +625,7 @@ func TestFailpointKillsAfterCommit(t *testing.T) {
 	}
 	// The child's kernel key is gone with it; re-sign the same capability
 	// under this fixture's key to retry.
-	resp, err := f.h.Execute(context.Background(), request(f.keys.capability(t, "idem-crash", refund(1740)), "idem-crash", refund(1740)))
+	resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-crash", refund(1740)), "idem-crash", refund(1740)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,4 +655,25 @@ func failpointChild(t *testing.T) {
 	}
 	_, err = core.Execute(context.Background(), "agent", request(f.keys.capability(t, "idem-crash", refund(1740)), "idem-crash", refund(1740)))
 	t.Fatalf("the failpoint did not kill the process (Execute = %v)", err)
+}
+
+// agentCtx is a request context whose caller is the agent, as the serving
+// interceptor leaves it.
+func agentCtx() context.Context {
+	return serve.WithCaller(context.Background(), pki.Identity{Name: "agent", Role: pki.RoleAgent})
+}
+
+// TestOnlyTheHolderMayPresent refuses a capability presented by another
+// agent than the one the kernel issued it to: nothing is redeemed or paid.
+func TestOnlyTheHolderMayPresent(t *testing.T) {
+	k := &kernel{}
+	f := newFixture(t, k, "", nil)
+	other := serve.WithCaller(context.Background(), pki.Identity{Name: "agent-b", Role: pki.RoleAgent})
+	_, err := f.h.Execute(other, request(f.keys.capability(t, "idem-1", refund(1740)), "idem-1", refund(1740)))
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "another agent") {
+		t.Fatalf("Execute by another agent = %v, want PermissionDenied", err)
+	}
+	if _, found := f.payment(t, "idem-1"); found || k.redeemed != 0 {
+		t.Errorf("paid %v, redeemed %d times", found, k.redeemed)
+	}
 }

@@ -43,7 +43,7 @@ func TestRunFailsClosedWithoutKernel(t *testing.T) {
 	}
 	capEnv, err := envelope.NewSigner("kernel", kernelKey).Sign(&receiptv1.Capability{
 		CapabilityId: "cap-1", TaskId: "refund-claim-1001", Action: refund(1740), Destination: "claimant",
-		IdempotencyKey: "idem-1", ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)),
+		IdempotencyKey: "idem-1", ExpiresAt: timestamppb.New(time.Now().Add(time.Hour)), Holder: "agent",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func NewCore(d Deps) (*Core, error) {
 // caller. See the package documentation for the order of its steps.
 func (c *Core) Execute(ctx context.Context, caller string, req *actionv1.ExecuteRequest) (*actionv1.ExecuteResponse, error) {
 	log := c.d.Log.With(zap.String("caller", caller), zap.String("idempotency_key", req.GetIdempotencyKey()))
-	resp, err := c.execute(ctx, req, log)
+	resp, err := c.execute(ctx, caller, req, log)
 	if err != nil {
 		log.Info("effect refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
 		return nil, err
@@ -97,11 +97,16 @@ func (c *Core) Execute(ctx context.Context, caller string, req *actionv1.Execute
 	return resp, nil
 }
 
-func (c *Core) execute(ctx context.Context, req *actionv1.ExecuteRequest, log *zap.Logger) (*actionv1.ExecuteResponse, error) {
+func (c *Core) execute(ctx context.Context, caller string, req *actionv1.ExecuteRequest, log *zap.Logger) (*actionv1.ExecuteResponse, error) {
 	// The capability must verify before anything else is believed.
 	var capability receiptv1.Capability
 	if err := c.d.KernelKeys.Open(req.GetCapability(), c.d.KernelKeyID, &capability); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCapabilityInvalid, err)
+	}
+	// A capability is not a bearer token: only the agent it was issued to
+	// may present it.
+	if capability.GetHolder() != caller {
+		return nil, ErrNotHolder
 	}
 	log = log.With(zap.String("capability_id", capability.GetCapabilityId()), zap.String("task_id", capability.GetTaskId()))
 	key := req.GetIdempotencyKey()

@@ -29,6 +29,9 @@ var (
 	// ErrEffectDiffers is a request for an effect other than the one the
 	// capability binds (PermissionDenied).
 	ErrEffectDiffers = errors.New("requested effect differs from the capability")
+	// ErrNotHolder is a capability presented by another agent than the one
+	// it was issued to (PermissionDenied).
+	ErrNotHolder = errors.New("capability was issued to another agent")
 	// ErrExpired is a capability past its expiry (FailedPrecondition).
 	ErrExpired = errors.New("capability expired")
 	// ErrKernelUnreachable means the capability could not be redeemed;
@@ -77,6 +80,7 @@ func statuses() service.Statuses {
 		// logged only.
 		{Err: ErrCapabilityInvalid, Code: codes.PermissionDenied},
 		{Err: ErrEffectDiffers, Code: codes.PermissionDenied},
+		{Err: ErrNotHolder, Code: codes.PermissionDenied},
 		{Err: ErrKeyMismatch, Code: codes.InvalidArgument},
 		{Err: ErrKeyReused, Code: codes.InvalidArgument},
 		{Err: ErrExpired, Code: codes.FailedPrecondition},

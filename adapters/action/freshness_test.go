@@ -62,7 +62,7 @@ func (k keys) unversioned(t *testing.T, key string) *receiptv1.Envelope {
 	t.Helper()
 	env, err := envelope.NewSigner("kernel", k.kernelPriv).Sign(&receiptv1.Capability{
 		CapabilityId: "cap-" + key, TaskId: "refund-claim-1001", Action: refund(1740), Destination: "claimant",
-		IdempotencyKey: key, ExpiresAt: timestamppb.New(expires),
+		IdempotencyKey: key, ExpiresAt: timestamppb.New(expires), Holder: "agent",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestExecuteRefusesStaleState(t *testing.T) {
 			if tt.unversioned {
 				capEnv = f.keys.unversioned(t, "idem-1")
 			}
-			resp, err := f.h.Execute(context.Background(), request(capEnv, "idem-1", refund(1740)))
+			resp, err := f.h.Execute(agentCtx(), request(capEnv, "idem-1", refund(1740)))
 			_, paid := f.payment(t, "idem-1")
 			redeemed, _ := k.counts()
 			if tt.code == codes.OK {
@@ -161,7 +161,7 @@ func TestExecuteRefusesStaleState(t *testing.T) {
 // receipt even though the claim has changed since: the effect already
 // happened.
 func TestRetryNotRechecked(t *testing.T) {
-	ctx := context.Background()
+	ctx := agentCtx()
 	path := filepath.Join(t.TempDir(), "claims.db")
 	db, err := claims.Open(path)
 	if err != nil {

@@ -91,7 +91,7 @@ func (c *Core) Read(ctx context.Context, caller string, req *evidencev1.ReadRequ
 		zap.String("record_key", req.GetRecordKey()),
 		zap.Strings("fields", fields),
 	)
-	resp, err := c.read(ctx, req, fields, log)
+	resp, err := c.read(ctx, caller, req, fields, log)
 	if err != nil {
 		// Field values never reach a log line; errors carry names only.
 		log.Info("evidence read refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
@@ -100,8 +100,8 @@ func (c *Core) Read(ctx context.Context, caller string, req *evidencev1.ReadRequ
 	return resp, nil
 }
 
-func (c *Core) read(ctx context.Context, req *evidencev1.ReadRequest, fields []string, log *zap.Logger) (*evidencev1.ReadResponse, error) {
-	authz, err := c.authorize(ctx, req, fields)
+func (c *Core) read(ctx context.Context, caller string, req *evidencev1.ReadRequest, fields []string, log *zap.Logger) (*evidencev1.ReadResponse, error) {
+	authz, err := c.authorize(ctx, caller, req, fields)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +156,13 @@ func (c *Core) read(ctx context.Context, req *evidencev1.ReadRequest, fields []s
 	return &evidencev1.ReadResponse{Values: values, Receipt: receipt, SignedReceipt: env}, nil
 }
 
-func (c *Core) authorize(ctx context.Context, req *evidencev1.ReadRequest, fields []string) (*kernelv1.AuthorizeReadResponse, error) {
+// authorize asks the kernel before anything is read, naming the agent as
+// this adapter authenticated it: only the task's agent may read for it.
+func (c *Core) authorize(ctx context.Context, caller string, req *evidencev1.ReadRequest, fields []string) (*kernelv1.AuthorizeReadResponse, error) {
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
 	resp, err := c.d.Kernel.AuthorizeRead(kctx, &kernelv1.AuthorizeReadRequest{
+		Agent:     caller,
 		TaskId:    req.GetTaskId(),
 		Source:    req.GetSource(),
 		RecordKey: req.GetRecordKey(),

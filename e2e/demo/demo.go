@@ -137,7 +137,7 @@ func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, t
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {
 		return nil, fmt.Errorf("promote contract for %s: %w", taskID, err)
 	}
-	resp, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: taskID, ContractItemId: id})
+	resp, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: taskID, ContractItemId: id, Agent: "agent"})
 	if err != nil {
 		return nil, fmt.Errorf("bind %s: %w", taskID, err)
 	}

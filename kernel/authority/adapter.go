@@ -20,6 +20,7 @@ import (
 
 // Read names a read an evidence adapter is about to make.
 type Read struct {
+	Agent     string // as the evidence adapter authenticated it
 	TaskID    string
 	Source    string
 	RecordKey string
@@ -30,13 +31,16 @@ type Read struct {
 // anything is read. It answers the provenance the contract gives the
 // source, or refuses naming the field or source outside the grant.
 func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (contractv1.Provenance, error) {
-	if r.TaskID == "" || r.Source == "" || r.RecordKey == "" || len(r.Fields) == 0 {
-		return 0, refuse(ErrInvalid, "INVALID_READ", "task_id, source, record_key and fields are required")
+	if r.Agent == "" || r.TaskID == "" || r.Source == "" || r.RecordKey == "" || len(r.Fields) == 0 {
+		return 0, refuse(ErrInvalid, "INVALID_READ", "agent, task_id, source, record_key and fields are required")
 	}
 	var prov contractv1.Provenance
 	err := k.store.View(ctx, func(tx *store.Tx) error {
 		b, err := k.taskContract(tx, r.TaskID)
 		if err != nil {
+			return err
+		}
+		if err := b.actor(r.TaskID, r.Agent); err != nil {
 			return err
 		}
 		return k.checkRead(b, r, &prov)

@@ -24,13 +24,13 @@ func TestAuthorizeRead(t *testing.T) {
 		kind   error
 		reason string
 	}{
-		{"granted", authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "receipt_total"}}, nil, ""},
-		{"field outside grant", authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "salary", "medical_notes"}}, authority.ErrDenied, "FIELDS_OUTSIDE_GRANT"},
-		{"source outside grant", authority.Read{TaskID: task, Source: "hr_db", RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrDenied, "SOURCE_OUTSIDE_GRANT"},
-		{"unbound task", authority.Read{TaskID: "nope", Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrStale, "TASK_NOT_BOUND"},
-		{"no fields", authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey}, authority.ErrInvalid, "INVALID_READ"},
+		{"granted", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "receipt_total"}}, nil, ""},
+		{"field outside grant", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "salary", "medical_notes"}}, authority.ErrDenied, "FIELDS_OUTSIDE_GRANT"},
+		{"source outside grant", authority.Read{Agent: agentName, TaskID: task, Source: "hr_db", RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrDenied, "SOURCE_OUTSIDE_GRANT"},
+		{"unbound task", authority.Read{Agent: agentName, TaskID: "nope", Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrStale, "TASK_NOT_BOUND"},
+		{"no fields", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey}, authority.ErrInvalid, "INVALID_READ"},
 		{"no task", authority.Read{Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_READ"},
-		{"no record", authority.Read{TaskID: task, Source: claimsDB, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_READ"},
+		{"no record", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_READ"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,12 +45,12 @@ func TestAuthorizeRead(t *testing.T) {
 		})
 	}
 	// The refusal names the fields outside the grant, sorted.
-	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"salary", "claim_id", "bank_details"}})
+	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"salary", "claim_id", "bank_details"}})
 	if err == nil || !strings.Contains(err.Error(), "[bank_details salary]") {
 		t.Errorf("refusal %v does not name [bank_details salary]", err)
 	}
 	// The instruction-bearing source is readable, with its provenance.
-	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{TaskID: task, Source: "receipt_upload", RecordKey: "R-1", Fields: []string{"receipt_total"}})
+	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: "receipt_upload", RecordKey: "R-1", Fields: []string{"receipt_total"}})
 	if err != nil || prov != contractv1.Provenance_PROVENANCE_INSTRUCTION_BEARING {
 		t.Errorf("receipt_upload = %s, %v; want INSTRUCTION_BEARING", prov, err)
 	}
@@ -432,7 +432,7 @@ func TestRecordReadback(t *testing.T) {
 			if all, _ := w.k.Commitments(w.ctx, ""); len(all) != 1 {
 				t.Errorf("Commitments of all tasks = %d, want 1", len(all))
 			}
-			view, err := w.k.SelfView(w.ctx, task, []string{"uncertainty", "commitments"})
+			view, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty", "commitments"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,10 +20,20 @@ type compiled struct {
 	eval   *evaluate.Contract
 }
 
-// bound is a task's contract as it stands at one moment.
+// bound is a task's contract as it stands at one moment, and the agent
+// bound to the task.
 type bound struct {
 	*compiled
 	class ledgerv1.CanonClass
+	agent string
+}
+
+// actor refuses any agent but the task's.
+func (b *bound) actor(taskID, agent string) error {
+	if agent != b.agent {
+		return refuse(ErrDenied, "TASK_OTHER_AGENT", "task %q is bound to another agent than %q", taskID, agent)
+	}
+	return nil
 }
 
 // canonical reports whether the contract may grant anything.
@@ -32,7 +42,8 @@ func (b *bound) canonical() bool { return b.class == ledgerv1.CanonClass_CANON_C
 // taskContract returns the contract a task is bound to, with its current
 // ledger class.
 func (k *Kernel) taskContract(tx *store.Tx, taskID string) (*bound, error) {
-	itemID, err := tx.TaskItem(taskID)
+	task, err := tx.Task(taskID)
+	itemID := task.ItemID
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, refuse(ErrStale, "TASK_NOT_BOUND", "task %q is not bound to a contract; governance binds tasks", taskID)
 	}
@@ -47,7 +58,7 @@ func (k *Kernel) taskContract(tx *store.Tx, taskID string) (*bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bound{compiled: cc, class: c.Class}, nil
+	return &bound{compiled: cc, class: c.Class, agent: task.Agent}, nil
 }
 
 func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compiled, error) {

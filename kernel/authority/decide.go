@@ -117,6 +117,9 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 		if err != nil {
 			return err
 		}
+		if err := b.actor(p.TaskID, p.Agent); err != nil {
+			return err
+		}
 		evidence, err := k.openEvidence(tx, p.TaskID, p.Evidence)
 		if err != nil {
 			return err
@@ -404,6 +407,7 @@ func (k *Kernel) issue(tx *store.Tx, b *bound, p *Proposal, f *evaluate.Facts, r
 		IdempotencyKey: k.newID("idem-"),
 		IssuedAt:       timestamppb.New(now),
 		ExpiresAt:      timestamppb.New(expires),
+		Holder:         p.Agent,
 	}
 	env, err := k.signer.Sign(capability)
 	if err != nil {

@@ -172,12 +172,13 @@ func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, s
 	return canon.ClassifyAll(st, k.auth), head, nil
 }
 
-// BindTask binds a task to a contract item. The item's binding must name
-// the task, except for a handoff-derived child, which binds the child task.
-// Rebinding revokes the task's outstanding capabilities.
-func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID string) (canon.Classified, error) {
-	if taskID == "" || itemID == "" {
-		return canon.Classified{}, refuse(ErrInvalid, "INVALID_BINDING", "task_id and contract_item_id are required")
+// BindTask binds a task to a contract item and the one agent that acts on
+// it. The item's binding must name the task, except for a handoff-derived
+// child, which binds the child task. Rebinding revokes the task's
+// outstanding capabilities.
+func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent string) (canon.Classified, error) {
+	if taskID == "" || itemID == "" || agent == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_BINDING", "task_id, contract_item_id and agent are required")
 	}
 	c, ok := k.ledger.item(itemID)
 	switch {
@@ -190,21 +191,23 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID string) (ca
 	}
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
-		prev, err := tx.TaskItem(taskID)
+		prev, err := tx.Task(taskID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if prev == itemID {
+		next := store.Task{ItemID: itemID, Agent: agent}
+		if prev == next {
 			return nil
 		}
-		if err := tx.BindTask(taskID, itemID, now); err != nil {
+		if err := tx.BindTask(taskID, next, now); err != nil {
 			return err
 		}
-		if _, err := tx.Append(now, "task.bind", taskID, []byte(itemID)); err != nil {
+		if _, err := tx.Append(now, "task.bind", taskID, []byte(itemID+" for "+agent)); err != nil {
 			return err
 		}
-		if prev != "" {
-			if _, err := k.revoke(tx, "", taskID, fmt.Sprintf("task rebound from %s to %s", prev, itemID), now); err != nil {
+		if prev.ItemID != "" {
+			note := fmt.Sprintf("task rebound from %s (%s) to %s (%s)", prev.ItemID, prev.Agent, itemID, agent)
+			if _, err := k.revoke(tx, "", taskID, note, now); err != nil {
 				return err
 			}
 		}
@@ -213,7 +216,7 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID string) (ca
 	if err != nil {
 		return c, err
 	}
-	k.log.Info("task bound", zap.String("task", taskID), zap.String("item", itemID), zap.String("actor", actor), zap.String("class", c.Class.String()))
+	k.log.Info("task bound", zap.String("task", taskID), zap.String("item", itemID), zap.String("agent", agent), zap.String("actor", actor), zap.String("class", c.Class.String()))
 	return c, nil
 }
 

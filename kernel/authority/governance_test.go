@@ -23,7 +23,7 @@ func TestBindTaskFirstTime(t *testing.T) {
 	w.propose(contractItem(id, coupledContract(t, task)))
 	w.promote(id)
 	before := len(w.entries())
-	c, err := w.k.BindTask(w.ctx, "governance", task, id)
+	c, err := w.k.BindTask(w.ctx, "governance", task, id, agentName)
 	if err != nil {
 		t.Fatalf("BindTask of a never-bound task: %v", err)
 	}
@@ -34,10 +34,10 @@ func TestBindTaskFirstTime(t *testing.T) {
 		t.Errorf("journaled %v, want [task.bind]", got)
 	}
 	// Binding again to the same item is a no-op.
-	if _, err := w.k.BindTask(w.ctx, "governance", task, id); err != nil {
+	if _, err := w.k.BindTask(w.ctx, "governance", task, id, agentName); err != nil {
 		t.Errorf("rebinding to the same item: %v", err)
 	}
-	if _, err := w.k.AuthorizeRead(w.ctx, authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}); err != nil {
+	if _, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}); err != nil {
 		t.Errorf("AuthorizeRead after binding: %v", err)
 	}
 }
@@ -83,9 +83,9 @@ func TestProposeAndPromoteRefusals(t *testing.T) {
 		{"promoted by governance", func() error { _, err := w.k.PromoteItem(w.ctx, "governance", id); return err }, authority.ErrDenied, "LEDGER_NOT_AUTHORISED"},
 		{"promoted by the agent", func() error { _, err := w.k.PromoteItem(w.ctx, agentName, id); return err }, authority.ErrDenied, "LEDGER_NOT_AUTHORISED"},
 		{"promote unknown item", func() error { _, err := w.k.PromoteItem(w.ctx, owner, "CTR-nope"); return err }, authority.ErrNotFound, "LEDGER_UNKNOWN_ITEM"},
-		{"bind unknown item", func() error { _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-nope"); return err }, authority.ErrNotFound, "ITEM_NOT_FOUND"},
-		{"bind to another task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "other-task", id); return err }, authority.ErrInvalid, "BINDING_MISMATCH"},
-		{"bind without task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "", id); return err }, authority.ErrInvalid, "INVALID_BINDING"},
+		{"bind unknown item", func() error { _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-nope", agentName); return err }, authority.ErrNotFound, "ITEM_NOT_FOUND"},
+		{"bind to another task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "other-task", id, agentName); return err }, authority.ErrInvalid, "BINDING_MISMATCH"},
+		{"bind without task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "", id, agentName); return err }, authority.ErrInvalid, "INVALID_BINDING"},
 		{"supersede by an unknown item", func() error { _, _, err := w.k.SupersedeItem(w.ctx, "governance", id, "CTR-nope"); return err }, authority.ErrNotFound, "LEDGER_UNKNOWN_ITEM"},
 		{"derive without child id", func() error { _, err := w.k.DeriveHandoff(w.ctx, owner, id, "", nil); return err }, authority.ErrInvalid, "INVALID_ITEM"},
 	}

@@ -199,7 +199,7 @@ func (w *world) promote(id string) canon.Classified {
 
 func (w *world) bind(taskID, itemID string) canon.Classified {
 	w.t.Helper()
-	c, err := w.k.BindTask(w.ctx, "governance", taskID, itemID)
+	c, err := w.k.BindTask(w.ctx, "governance", taskID, itemID, agentName)
 	if err != nil {
 		w.t.Fatalf("BindTask %s → %s: %v", taskID, itemID, err)
 	}
@@ -271,7 +271,7 @@ func (w *world) sign(s *envelope.Signer, m proto.Message) *receiptv1.Envelope {
 func (w *world) read(taskID string, edits ...func(*receiptv1.EvidenceReceipt)) (*receiptv1.Envelope, authority.Recorded) {
 	w.t.Helper()
 	r := w.evidenceReceipt(taskID, edits...)
-	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{TaskID: taskID, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
+	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: taskID, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
 	if err != nil {
 		w.t.Fatalf("AuthorizeRead: %v", err)
 	}

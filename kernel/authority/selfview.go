@@ -22,7 +22,7 @@ var answerable = []string{"capabilities", "uncertainty", "commitments", "expiry"
 
 // SelfView answers the operational self-facts asked for, and only if the
 // task's reflexive aperture makes every one of them visible.
-func (k *Kernel) SelfView(ctx context.Context, taskID string, facts []string) (*agentv1.GetSelfViewResponse, error) {
+func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []string) (*agentv1.GetSelfViewResponse, error) {
 	if taskID == "" || len(facts) == 0 {
 		return nil, refuse(ErrInvalid, "INVALID_SELF_VIEW", "task_id and at least one fact are required")
 	}
@@ -31,6 +31,9 @@ func (k *Kernel) SelfView(ctx context.Context, taskID string, facts []string) (*
 		now := k.clock()
 		b, err := k.taskContract(tx, taskID)
 		if err != nil {
+			return err
+		}
+		if err := b.actor(taskID, agent); err != nil {
 			return err
 		}
 		if hidden := evaluate.OutsideView(b.eval, facts); len(hidden) > 0 {
@@ -149,7 +152,11 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 	}
 	id := k.newID("brq-")
 	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
-		if _, err := k.taskContract(tx, taskID); err != nil {
+		b, err := k.taskContract(tx, taskID)
+		if err != nil {
+			return err
+		}
+		if err := b.actor(taskID, agent); err != nil {
 			return err
 		}
 		return k.ledger.apply(tx, canon.Transition{

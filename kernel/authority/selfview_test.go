@@ -21,7 +21,7 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 	w.canonicalTask(task)
 	all := []string{"capabilities", "uncertainty", "commitments", "expiry"}
 
-	fresh, err := w.k.SelfView(w.ctx, task, all)
+	fresh, err := w.k.SelfView(w.ctx, agentName, task, all)
 	if err != nil {
 		t.Fatalf("SelfView: %v", err)
 	}
@@ -36,7 +36,7 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 	}
 
 	// Only what was asked is answered.
-	only, err := w.k.SelfView(w.ctx, task, []string{"expiry"})
+	only, err := w.k.SelfView(w.ctx, agentName, task, []string{"expiry"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 	// After the one action is granted, nothing more can be proposed; the
 	// commitment is reported.
 	d, c := w.allowed(task)
-	used, err := w.k.SelfView(w.ctx, task, all)
+	used, err := w.k.SelfView(w.ctx, agentName, task, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 
 	// Redeemed and awaiting its effect: reported as uncertainty.
 	w.redeemed(d.Capability, c)
-	open, err := w.k.SelfView(w.ctx, task, []string{"uncertainty"})
+	open, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestSelfViewCapabilitiesRevealNoLimits(t *testing.T) {
 		c.Action.ActionTypes = []string{"refund", "email_attachment"}
 		c.Action.MaxActions = 3
 	})
-	v, err := w.k.SelfView(w.ctx, task, []string{"capabilities"})
+	v, err := w.k.SelfView(w.ctx, agentName, task, []string{"capabilities"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestSelfViewRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, err := w.k.SelfView(w.ctx, tt.task, tt.facts)
+			v, err := w.k.SelfView(w.ctx, agentName, tt.task, tt.facts)
 			if v != nil {
 				t.Errorf("a refused self-view returned %v", v)
 			}
@@ -141,7 +141,7 @@ func TestSelfViewUncertainty(t *testing.T) {
 	allow := w.submit(proposal(task, refund(1740, subject), old))
 	c := w.openCapability(allow.Capability)
 
-	v, err := w.k.SelfView(w.ctx, task, []string{"uncertainty"})
+	v, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestSelfViewUncertainty(t *testing.T) {
 	}
 
 	w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
-	v, err = w.k.SelfView(w.ctx, task, []string{"uncertainty", "commitments"})
+	v, err = w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty", "commitments"})
 	if err != nil {
 		t.Fatal(err)
 	}

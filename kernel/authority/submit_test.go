@@ -38,6 +38,7 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 		Action:         refund(1740, subject),
 		Destination:    "claimant",
 		StateVersion:   version42,
+		Holder:         agentName,
 		IdempotencyKey: c.GetIdempotencyKey(),
 		IssuedAt:       c.GetIssuedAt(),
 		ExpiresAt:      c.GetExpiresAt(),
@@ -416,7 +417,7 @@ func TestSubmitContractNotCanonical(t *testing.T) {
 		t.Errorf("aperture = %s, want LEDGER", r.GetAperture())
 	}
 	// No evidence may be read under it either.
-	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
+	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
 	wantRefusal(t, err, authority.ErrDenied, "CONTRACT_NOT_CANONICAL")
 }
 

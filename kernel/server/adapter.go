@@ -30,7 +30,7 @@ type Adapter struct {
 // AuthorizeRead checks a read before it happens.
 func (s *Adapter) AuthorizeRead(ctx context.Context, req *kernelv1.AuthorizeReadRequest) (*kernelv1.AuthorizeReadResponse, error) {
 	prov, err := s.K.AuthorizeRead(ctx, authority.Read{
-		TaskID: req.GetTaskId(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
+		Agent: req.GetAgent(), TaskID: req.GetTaskId(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
 	})
 	if err != nil {
 		return nil, Status(err)

@@ -55,7 +55,11 @@ func (s *Agent) SubmitProposal(ctx context.Context, req *agentv1.SubmitProposalR
 
 // GetSelfView answers the granted self-facts.
 func (s *Agent) GetSelfView(ctx context.Context, req *agentv1.GetSelfViewRequest) (*agentv1.GetSelfViewResponse, error) {
-	v, err := s.K.SelfView(ctx, req.GetTaskId(), req.GetFacts())
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.K.SelfView(ctx, who, req.GetTaskId(), req.GetFacts())
 	return v, Status(err)
 }
 

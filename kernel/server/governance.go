@@ -108,7 +108,7 @@ func (s *Governance) BindTask(ctx context.Context, req *kernelv1.BindTaskRequest
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.K.BindTask(ctx, who, req.GetTaskId(), req.GetContractItemId())
+	c, err := s.K.BindTask(ctx, who, req.GetTaskId(), req.GetContractItemId(), req.GetAgent())
 	if err != nil {
 		return nil, Status(err)
 	}
@@ -126,7 +126,7 @@ func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHand
 		return nil, Status(err)
 	}
 	if req.GetChildTaskId() != "" {
-		if c, err = s.K.BindTask(ctx, who, req.GetChildTaskId(), req.GetChildItemId()); err != nil {
+		if c, err = s.K.BindTask(ctx, who, req.GetChildTaskId(), req.GetChildItemId(), req.GetChildAgent()); err != nil {
 			return nil, Status(err)
 		}
 	}

@@ -29,7 +29,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				if _, err := tx.Append(t0, "test", fmt.Sprintf("job-%02d", i), nil); err != nil {
 					return err
 				}
-				if err := tx.BindTask(fmt.Sprintf("task-%02d", i), "item", t0); err != nil {
+				if err := tx.BindTask(fmt.Sprintf("task-%02d", i), store.Task{ItemID: "item", Agent: "agent"}, t0); err != nil {
 					return err
 				}
 				switch i % 8 {
@@ -78,7 +78,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 	view(t, s, func(tx *store.Tx) error {
 		for i := range n {
-			_, err := tx.TaskItem(fmt.Sprintf("task-%02d", i))
+			_, err := tx.Task(fmt.Sprintf("task-%02d", i))
 			if bound := err == nil; bound != (i%8 != 3 && i%8 != 5) {
 				t.Errorf("task-%02d bound = %v (%v)", i, bound, err)
 			}

@@ -11,28 +11,36 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// BindTask binds a task to a contract item, replacing any earlier binding.
-func (t *Tx) BindTask(taskID, itemID string, at time.Time) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, bound_at) VALUES (?, ?, ?)
-		ON CONFLICT (task_id) DO UPDATE SET contract_item_id = excluded.contract_item_id, bound_at = excluded.bound_at`,
-		taskID, itemID, ts(at))
+// Task is a task's binding: its contract item and the one agent that acts
+// on it.
+type Task struct {
+	ItemID string
+	Agent  string
+}
+
+// BindTask binds a task to a contract item and an agent, replacing any
+// earlier binding.
+func (t *Tx) BindTask(taskID string, b Task, at time.Time) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, agent, bound_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET contract_item_id = excluded.contract_item_id, agent = excluded.agent, bound_at = excluded.bound_at`,
+		taskID, b.ItemID, b.Agent, ts(at))
 	if err != nil {
 		return fmt.Errorf("bind task %q: %w", taskID, err)
 	}
 	return nil
 }
 
-// TaskItem returns the contract item a task is bound to.
-func (t *Tx) TaskItem(taskID string) (string, error) {
-	var id string
-	err := t.QueryRowContext(t.ctx, `SELECT contract_item_id FROM tasks WHERE task_id = ?`, taskID).Scan(&id)
+// Task returns a task's binding.
+func (t *Tx) Task(taskID string) (Task, error) {
+	var b Task
+	err := t.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("task %q: %w", taskID, ErrNotFound)
+		return b, fmt.Errorf("task %q: %w", taskID, ErrNotFound)
 	}
 	if err != nil {
-		return "", fmt.Errorf("task %q: %w", taskID, err)
+		return b, fmt.Errorf("task %q: %w", taskID, err)
 	}
-	return id, nil
+	return b, nil
 }
 
 // TasksBoundTo lists the tasks bound to a contract item.

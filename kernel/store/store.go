@@ -32,6 +32,7 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS tasks (
 		task_id          TEXT PRIMARY KEY,
 		contract_item_id TEXT NOT NULL,
+		agent            TEXT NOT NULL,
 		bound_at         TEXT NOT NULL
 	)`,
 	`CREATE TABLE IF NOT EXISTS records (

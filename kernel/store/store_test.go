@@ -140,22 +140,22 @@ func TestRecordVersion(t *testing.T) {
 func TestTasks(t *testing.T) {
 	s := newStore(t)
 	view(t, s, func(tx *store.Tx) error {
-		if _, err := tx.TaskItem("task-1"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := tx.Task("task-1"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unbound task: %v, want ErrNotFound", err)
 		}
 		return nil
 	})
 	update(t, s, func(tx *store.Tx) error {
 		for _, b := range [][2]string{{"task-2", "CTR-A"}, {"task-1", "CTR-A"}, {"task-3", "CTR-B"}, {"task-3", "CTR-A"}} {
-			if err := tx.BindTask(b[0], b[1], t0); err != nil {
+			if err := tx.BindTask(b[0], store.Task{ItemID: b[1], Agent: "agent"}, t0); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	view(t, s, func(tx *store.Tx) error {
-		if id, err := tx.TaskItem("task-3"); err != nil || id != "CTR-A" {
-			t.Errorf("rebound task-3 = %q, %v; want CTR-A", id, err)
+		if b, err := tx.Task("task-3"); err != nil || b.ItemID != "CTR-A" {
+			t.Errorf("rebound task-3 = %q, %v; want CTR-A", b.ItemID, err)
 		}
 		got, err := tx.TasksBoundTo("CTR-A")
 		if diff := cmp.Diff([]string{"task-1", "task-2", "task-3"}, got); diff != "" || err != nil {
@@ -484,7 +484,7 @@ func TestTransactions(t *testing.T) {
 
 	// A failed update leaves nothing behind, journal included.
 	err := s.Update(ctx, func(tx *store.Tx) error {
-		if err := tx.BindTask("task-1", "CTR-A", t0); err != nil {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0); err != nil {
 			return err
 		}
 		if _, err := tx.Append(t0, "task.bind", "task-1", []byte("CTR-A")); err != nil {
@@ -496,12 +496,14 @@ func TestTransactions(t *testing.T) {
 		t.Fatalf("Update = %v, want the callback's error", err)
 	}
 	// Writes inside View are discarded.
-	if err := s.View(ctx, func(tx *store.Tx) error { return tx.BindTask("task-2", "CTR-A", t0) }); err != nil {
+	if err := s.View(ctx, func(tx *store.Tx) error {
+		return tx.BindTask("task-2", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	view(t, s, func(tx *store.Tx) error {
 		for _, task := range []string{"task-1", "task-2"} {
-			if _, err := tx.TaskItem(task); !errors.Is(err, store.ErrNotFound) {
+			if _, err := tx.Task(task); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s after rollback: %v, want ErrNotFound", task, err)
 			}
 		}
@@ -514,7 +516,7 @@ func TestTransactions(t *testing.T) {
 	// A committed update is journaled and survives reopening.
 	var head string
 	update(t, s, func(tx *store.Tx) error {
-		if err := tx.BindTask("task-1", "CTR-A", t0); err != nil {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0); err != nil {
 			return err
 		}
 		for _, k := range []string{"task.bind", "evidence", "decision"} {
@@ -559,8 +561,8 @@ func TestTransactions(t *testing.T) {
 		t.Errorf("Entries(1, 1) = %v, %v", page, err)
 	}
 	view(t, s, func(tx *store.Tx) error {
-		if id, err := tx.TaskItem("task-1"); err != nil || id != "CTR-A" {
-			t.Errorf("task-1 after reopening = %q, %v", id, err)
+		if b, err := tx.Task("task-1"); err != nil || b.ItemID != "CTR-A" {
+			t.Errorf("task-1 after reopening = %q, %v", b.ItemID, err)
 		}
 		return nil
 	})

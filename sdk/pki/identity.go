@@ -40,7 +40,8 @@ type Identity struct {
 }
 
 // DefaultIdentities returns the principals of a local Ambit deployment. There
-// are two governance principals because promotions need a second one.
+// are two governance principals because promotions need a second one, and
+// two agents so that a handoff has someone to hand off to.
 func DefaultIdentities() []Identity {
 	return []Identity{
 		{Name: "kernel", Role: RoleKernel},
@@ -48,6 +49,7 @@ func DefaultIdentities() []Identity {
 		{Name: "action", Role: RoleAction},
 		{Name: "verifier", Role: RoleVerifier},
 		{Name: "agent", Role: RoleAgent},
+		{Name: "agent-b", Role: RoleAgent}, // a second agent, for handoffs
 		{Name: "governance", Role: RoleGovernance},
 		{Name: "policy-owner", Role: RoleGovernance},
 	}

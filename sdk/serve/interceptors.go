@@ -21,6 +21,13 @@ type callerKey struct{}
 // Caller returns the authenticated identity of the peer of the call whose
 // context is ctx, as established by the server's interceptors. It is false
 // outside a handler of a [Server].
+// WithCaller returns ctx carrying id as the authenticated caller, as the
+// serving interceptor does after checking the peer's certificate. For code
+// that runs a handler in process, such as tests.
+func WithCaller(ctx context.Context, id pki.Identity) context.Context {
+	return context.WithValue(ctx, callerKey{}, id)
+}
+
 func Caller(ctx context.Context) (pki.Identity, bool) {
 	id, ok := ctx.Value(callerKey{}).(pki.Identity)
 	return id, ok

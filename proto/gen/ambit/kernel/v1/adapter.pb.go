@@ -37,7 +37,10 @@ type AuthorizeReadRequest struct {
 	// Record key.
 	RecordKey string `protobuf:"bytes,3,opt,name=record_key,json=recordKey,proto3" json:"record_key,omitempty"`
 	// Fields wanted.
-	Fields        []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	Fields []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The agent the read is for, as the adapter authenticated it; it must be
+	// the task's agent.
+	Agent         string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -98,6 +101,13 @@ func (x *AuthorizeReadRequest) GetFields() []string {
 		return x.Fields
 	}
 	return nil
+}
+
+func (x *AuthorizeReadRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
 }
 
 // AuthorizeReadResponse grants the read.
@@ -554,13 +564,14 @@ var File_ambit_kernel_v1_adapter_proto protoreflect.FileDescriptor
 
 const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\n" +
-	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\"~\n" +
+	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\"\x94\x01\n" +
 	"\x14AuthorizeReadRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1d\n" +
 	"\n" +
 	"record_key\x18\x03 \x01(\tR\trecordKey\x12\x16\n" +
-	"\x06fields\x18\x04 \x03(\tR\x06fields\"V\n" +
+	"\x06fields\x18\x04 \x03(\tR\x06fields\x12\x14\n" +
+	"\x05agent\x18\x05 \x01(\tR\x05agent\"V\n" +
 	"\x15AuthorizeReadResponse\x12=\n" +
 	"\n" +
 	"provenance\x18\x01 \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +

@@ -592,8 +592,11 @@ type BindTaskRequest struct {
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// The contract item; its binding's task_id must be the task.
 	ContractItemId string `protobuf:"bytes,2,opt,name=contract_item_id,json=contractItemId,proto3" json:"contract_item_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent (certificate name) that acts on the task; no other agent may
+	// propose, read or look at its self-view under it. Required.
+	Agent         string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BindTaskRequest) Reset() {
@@ -636,6 +639,13 @@ func (x *BindTaskRequest) GetTaskId() string {
 func (x *BindTaskRequest) GetContractItemId() string {
 	if x != nil {
 		return x.ContractItemId
+	}
+	return ""
+}
+
+func (x *BindTaskRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
 	}
 	return ""
 }
@@ -696,7 +706,9 @@ type DeriveHandoffRequest struct {
 	// The child's contract item identifier.
 	ChildItemId string `protobuf:"bytes,3,opt,name=child_item_id,json=childItemId,proto3" json:"child_item_id,omitempty"`
 	// The declared filter; unset makes the child HOLD.
-	Filter        *v1.HandoffFilter `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	Filter *v1.HandoffFilter `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	// The agent that receives the child task; required with child_task_id.
+	ChildAgent    string `protobuf:"bytes,5,opt,name=child_agent,json=childAgent,proto3" json:"child_agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -757,6 +769,13 @@ func (x *DeriveHandoffRequest) GetFilter() *v1.HandoffFilter {
 		return x.Filter
 	}
 	return nil
+}
+
+func (x *DeriveHandoffRequest) GetChildAgent() string {
+	if x != nil {
+		return x.ChildAgent
+	}
+	return ""
 }
 
 // DeriveHandoffResponse is the child item.
@@ -1466,17 +1485,20 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x11ListItemsResponse\x125\n" +
 	"\x05items\x18\x01 \x03(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x05items\x12\x1f\n" +
 	"\vledger_head\x18\x02 \x01(\tR\n" +
-	"ledgerHead\"T\n" +
+	"ledgerHead\"j\n" +
 	"\x0fBindTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12(\n" +
-	"\x10contract_item_id\x18\x02 \x01(\tR\x0econtractItemId\"G\n" +
+	"\x10contract_item_id\x18\x02 \x01(\tR\x0econtractItemId\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\"G\n" +
 	"\x10BindTaskResponse\x123\n" +
-	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\xbc\x01\n" +
+	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\xdd\x01\n" +
 	"\x14DeriveHandoffRequest\x12$\n" +
 	"\x0eparent_item_id\x18\x01 \x01(\tR\fparentItemId\x12\"\n" +
 	"\rchild_task_id\x18\x02 \x01(\tR\vchildTaskId\x12\"\n" +
 	"\rchild_item_id\x18\x03 \x01(\tR\vchildItemId\x126\n" +
-	"\x06filter\x18\x04 \x01(\v2\x1e.ambit.ledger.v1.HandoffFilterR\x06filter\"L\n" +
+	"\x06filter\x18\x04 \x01(\v2\x1e.ambit.ledger.v1.HandoffFilterR\x06filter\x12\x1f\n" +
+	"\vchild_agent\x18\x05 \x01(\tR\n" +
+	"childAgent\"L\n" +
 	"\x15DeriveHandoffResponse\x123\n" +
 	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\xf5\x02\n" +
 	"\bApproval\x12\x1f\n" +

@@ -522,7 +522,9 @@ type Capability struct {
 	// Issue time.
 	IssuedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
 	// The capability cannot be redeemed after this instant.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The agent the capability was issued to; only it may present it.
+	Holder        string `protobuf:"bytes,11,opt,name=holder,proto3" json:"holder,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -625,6 +627,13 @@ func (x *Capability) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *Capability) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
 }
 
 // EffectReceipt is what the action adapter executed.
@@ -923,7 +932,7 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"ReceiptRef\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12!\n" +
-	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xa7\x03\n" +
+	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xbf\x03\n" +
 	"\n" +
 	"Capability\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x1f\n" +
@@ -938,7 +947,8 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\tissued_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\n" +
-	" \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xde\x02\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
+	"\x06holder\x18\v \x01(\tR\x06holder\"\xde\x02\n" +
 	"\rEffectReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +

@@ -1,0 +1,38 @@
+package authority_test
+
+import (
+	"testing"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+)
+
+// TestTaskBelongsToOneAgent: only the agent a task is bound to may propose,
+// read or look at its self-view under it; a binding names an agent.
+func TestTaskBelongsToOneAgent(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	env, _ := w.read(task)
+	const other = "agent-b"
+	p := proposal(task, refund(1740, subject), env)
+	p.Agent = other
+	_, err := w.k.Submit(w.ctx, p)
+	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+	_, err = w.k.SelfView(w.ctx, other, task, []string{"commitments"})
+	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+	_, err = w.k.AuthorizeRead(w.ctx, authority.Read{Agent: other, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
+	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+	_, err = w.k.BoundaryChange(w.ctx, other, task, "let me in")
+	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+	if d := w.submit(proposal(task, refund(1740, subject), env)); d.Capability == nil {
+		t.Errorf("the task's own agent: %+v", verdictOf(d))
+	}
+
+	_, err = w.k.BindTask(w.ctx, "governance", task, "CTR-"+task, "")
+	wantRefusal(t, err, authority.ErrInvalid, "INVALID_BINDING")
+	// Rebinding the task to another agent takes the first agent's reach.
+	if _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-"+task, other); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.k.SelfView(w.ctx, agentName, task, []string{"commitments"})
+	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+}
