@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
@@ -46,12 +47,7 @@ func Compile(c *contractv1.Contract) (*evaluate.Contract, error) {
 // IsIrreversible reports whether the contract declares an action type's
 // effects irreversible.
 func IsIrreversible(c *contractv1.Contract, actionType string) bool {
-	for _, t := range c.GetAction().GetIrreversibleActionTypes() {
-		if t == actionType {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.GetAction().GetIrreversibleActionTypes(), actionType)
 }
 
 // Money maps a wire amount; nil maps to the zero (no amount).

@@ -3,6 +3,7 @@ package evaluate
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -137,10 +138,10 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 	}
 
 	// A: executive aperture.
-	if !contains(c.ActionTypes, f.ActionType) {
+	if !slices.Contains(c.ActionTypes, f.ActionType) {
 		d.addDeny(Executive, CodeActionTypeOutsideGrant, nil)
 	}
-	if !contains(c.Destinations, f.Destination) {
+	if !slices.Contains(c.Destinations, f.Destination) {
 		d.addDeny(Executive, CodeDestinationOutsideGrant, nil)
 	}
 	if !f.Amount.IsZero() {
@@ -311,21 +312,12 @@ func hasTrusted(ev []Evidence, sources []Source) bool {
 	return false
 }
 
-func contains(set []string, s string) bool {
-	for _, v := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // outside returns the members of asked missing from grant, deduplicated and
 // sorted, in d's item buffer.
 func (d *Decision) outside(asked, grant []string) []string {
 	start := len(d.items)
 	for _, s := range asked {
-		if !contains(grant, s) && !contains(d.items[start:], s) {
+		if !slices.Contains(grant, s) && !slices.Contains(d.items[start:], s) {
 			d.items = append(d.items, s)
 		}
 	}
@@ -340,7 +332,7 @@ func (d *Decision) fieldsOutside(ev []Evidence, grant []string) []string {
 	start := len(d.items)
 	for i := range ev {
 		for _, s := range ev[i].Fields {
-			if !contains(grant, s) && !contains(d.items[start:], s) {
+			if !slices.Contains(grant, s) && !slices.Contains(d.items[start:], s) {
 				d.items = append(d.items, s)
 			}
 		}
@@ -359,7 +351,7 @@ func (d *Decision) sourcesOutside(ev []Evidence, grant []Source) []string {
 				break
 			}
 		}
-		if !granted && !contains(d.items[start:], s) {
+		if !granted && !slices.Contains(d.items[start:], s) {
 			d.items = append(d.items, s)
 		}
 	}
