@@ -11,21 +11,22 @@ import (
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 )
 
-// compiled is a contract item ready for evaluation. Compiling is keyed by
-// content hash, so an item is compiled once however often it is used.
+// compiled is a contract ready for evaluation. Compiling is keyed by
+// content hash, so a contract is compiled once however often it is used;
+// it holds content only, because several items may hold the same bytes.
 type compiled struct {
-	itemID string
-	hash   string
-	proto  *contractv1.Contract
-	eval   *evaluate.Contract
+	hash  string
+	proto *contractv1.Contract
+	eval  *evaluate.Contract
 }
 
 // bound is a task's contract as it stands at one moment, and the agent
 // bound to the task.
 type bound struct {
 	*compiled
-	class ledgerv1.CanonClass
-	agent string
+	itemID string
+	class  ledgerv1.CanonClass
+	agent  string
 }
 
 // actor refuses any agent but the task's.
@@ -58,7 +59,7 @@ func (k *Kernel) taskContract(tx *store.Tx, taskID string) (*bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bound{compiled: cc, class: c.Class, agent: task.Agent}, nil
+	return &bound{compiled: cc, itemID: itemID, class: c.Class, agent: task.Agent}, nil
 }
 
 func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compiled, error) {
@@ -72,7 +73,7 @@ func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compile
 	if r := c.GetBinding().GetRecord(); r != nil {
 		ev.Record = r.GetSource() + "/" + r.GetKey()
 	}
-	cc := &compiled{itemID: itemID, hash: hash, proto: c, eval: ev}
+	cc := &compiled{hash: hash, proto: c, eval: ev}
 	k.compile.Store(hash, cc)
 	return cc, nil
 }

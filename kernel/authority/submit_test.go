@@ -1,6 +1,7 @@
 package authority_test
 
 import (
+	"google.golang.org/protobuf/proto"
 	"slices"
 	"testing"
 	"time"
@@ -436,5 +437,29 @@ func TestSubmitWithoutEvidence(t *testing.T) {
 	}
 	if !slices.Contains(verdictOf(d).Codes, "RECORD_EVIDENCE_MISSING") {
 		t.Errorf("reasons = %v, want RECORD_EVIDENCE_MISSING among them", verdictOf(d).Codes)
+	}
+}
+
+// TestReceiptNamesTheBoundItem: two canon items may hold the same contract
+// bytes; a decision receipt names the item the task is bound to, whichever
+// of them was compiled first.
+func TestReceiptNamesTheBoundItem(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	env, _ := w.read(task)
+	if d := w.submit(proposal(task, refund(1740, subject), env)); d.Capability == nil {
+		t.Fatalf("first item: %+v", verdictOf(d))
+	}
+	twin := "CTR-twin"
+	w.propose(contractItem(twin, coupledContract(t, task)))
+	w.promote(twin)
+	w.bind(task, twin)
+	d := w.submit(proposal(task, refund(1740, subject), env))
+	var dr receiptv1.DecisionReceipt
+	if err := proto.Unmarshal(d.Receipt.GetPayload(), &dr); err != nil {
+		t.Fatal(err)
+	}
+	if dr.GetContractItemId() != twin {
+		t.Errorf("decision receipt names %q, want the bound item %q", dr.GetContractItemId(), twin)
 	}
 }
