@@ -154,16 +154,16 @@ func (k *Kernel) transition(ctx context.Context, id string, t canon.Transition) 
 // Items lists every canon item with its class now (at zero) or as the
 // ledger stood at a past instant, and the journal head it was read from.
 func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, string, error) {
-	entries, err := k.store.Entries(ctx, 0, 0)
+	head, err := k.store.Head(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	head := ""
-	if len(entries) > 0 {
-		head = entries[len(entries)-1].Hash
-	}
 	if at.IsZero() {
 		return k.ledger.all(), head, nil
+	}
+	entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
+	if err != nil {
+		return nil, "", err
 	}
 	st, err := foldLedger(entries, at, k.auth)
 	if err != nil {

@@ -28,7 +28,7 @@ type ledger struct {
 }
 
 func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities) (*ledger, error) {
-	entries, err := s.Entries(ctx, 0, 0)
+	entries, err := s.EntriesOfKind(ctx, journalKindCanon)
 	if err != nil {
 		return nil, fmt.Errorf("replay ledger: %w", err)
 	}
@@ -41,10 +41,10 @@ func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities)
 	return l, nil
 }
 
-// foldLedger applies the canon transitions among entries, up to until (zero:
-// all of them).
+// foldLedger decodes the canon transitions among entries (others are
+// skipped) and replays those up to until (zero: all of them).
 func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities) (*canon.State, error) {
-	st := &canon.State{}
+	var ts []canon.Transition
 	for _, e := range entries {
 		if e.Kind != journalKindCanon {
 			continue
@@ -57,12 +57,14 @@ func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities
 		if err != nil {
 			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
 		}
-		if !until.IsZero() && t.At.After(until) {
-			break
-		}
-		if err := st.Apply(t, auth); err != nil {
-			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
-		}
+		ts = append(ts, t)
+	}
+	if until.IsZero() && len(ts) > 0 {
+		until = ts[len(ts)-1].At
+	}
+	st, err := canon.Replay(ts, until, auth)
+	if err != nil {
+		return nil, fmt.Errorf("replay ledger: %w", err)
 	}
 	return st, nil
 }

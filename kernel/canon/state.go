@@ -431,7 +431,8 @@ func (s *State) SupersededBy(id string) (string, bool) {
 }
 
 // Transitions returns the accepted transitions in order: the log from which
-// Replay rebuilds this state.
+// Transitions returns the accepted transitions in order; Replay of them
+// rebuilds this state.
 func (s *State) Transitions() []Transition {
 	out := make([]Transition, len(s.log))
 	for i, t := range s.log {

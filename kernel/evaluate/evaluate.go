@@ -45,16 +45,6 @@ func (d *Decision) addReview(a Aperture, c Code, items []string) {
 	d.nReview++
 }
 
-// Has reports whether the decision carries a reason with code c.
-func (d *Decision) Has(c Code) bool {
-	for _, r := range d.Reasons {
-		if r.Code == c {
-			return true
-		}
-	}
-	return false
-}
-
 // Approvable reports whether the decision is a REVIEW that an independent
 // approval alone would settle.
 func (d *Decision) Approvable() bool {

@@ -64,9 +64,10 @@ type (
 	Appender interface {
 		Append(at time.Time, kind, ref string, body []byte) (Entry, error)
 	}
-	// Reader reads entries in order.
+	// Reader reads entries in order: all of them, or those of one kind.
 	Reader interface {
 		Entries(ctx context.Context, after int64, limit int) ([]Entry, error)
+		EntriesOfKind(ctx context.Context, kind string) ([]Entry, error)
 	}
 )
 
@@ -127,6 +128,16 @@ func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, erro
 		query += ` LIMIT ?`
 		args = append(args, limit)
 	}
+	return read(ctx, q, query, args...)
+}
+
+// ReadKind returns every entry of one kind, in order: replaying the
+// authority ledger needs its transitions, not every decision besides.
+func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
+	return read(ctx, q, `SELECT seq, recorded_at, kind, ref, body, prev_hash, hash FROM journal WHERE kind = ? ORDER BY seq`, kind)
+}
+
+func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal read: %w", err)

@@ -85,6 +85,7 @@ var schema = []string{
 	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record)`,
 	`CREATE INDEX IF NOT EXISTS evidence_record ON evidence (source, record_key, read_at)`,
+	`CREATE INDEX IF NOT EXISTS journal_kind ON journal (kind, seq)`,
 	`CREATE TABLE IF NOT EXISTS approvals (
 		approval_id  TEXT PRIMARY KEY,
 		task_id      TEXT NOT NULL,
@@ -291,6 +292,14 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
 	return journal.Read(ctx, s.db, after, limit)
 }
+
+// EntriesOfKind reads the journal's entries of one kind.
+func (s *Store) EntriesOfKind(ctx context.Context, kind string) ([]journal.Entry, error) {
+	return journal.ReadKind(ctx, s.db, kind)
+}
+
+// Head is the hash of the journal's last entry.
+func (s *Store) Head(ctx context.Context) (string, error) { return journal.Head(ctx, s.db) }
 
 // The store is the embedded journal.Log.
 var (
