@@ -8,6 +8,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/authority"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -153,6 +154,56 @@ func TestConcurrentStateChangeAndSubmit(t *testing.T) {
 	for _, c := range list {
 		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
 			t.Errorf("capability %s is %s after the state change", c.GetCapabilityId(), c.GetStatus())
+		}
+	}
+}
+
+// TestLedgerFollowsCommitsUnderRefusals races refused ledger requests (an
+// agent asking for a boundary change on a task bound to someone else)
+// against promotions and supersessions. Once SupersedeItem has returned, the
+// old item must read DEPRECATED and a proposal under it must not be
+// allowed: a refusal must never rebuild the ledger over a committed
+// transition.
+func TestLedgerFollowsCommitsUnderRefusals(t *testing.T) {
+	const rounds = 12
+	w := newWorld(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Refused: the task is not bound to this agent, or not at all.
+				_, _ = w.k.BoundaryChange(w.ctx, "intruder", task, "add field salary")
+				_, _ = w.k.PromoteItem(w.ctx, "intruder", "CTR-nope")
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	for i := range rounds {
+		taskID := fmt.Sprintf("%s-%d", task, i)
+		old := w.canonicalTask(taskID).Item.GetCanonItemId()
+		next := contractItem(old+"-v2", coupledContract(t, taskID, func(c *contractv1.Contract) { c.Version = "2" }))
+		next.SupersedesRef = old
+		w.propose(next)
+		w.promote(next.GetCanonItemId())
+		env, _ := w.read(taskID)
+		if _, _, err := w.k.SupersedeItem(w.ctx, owner, old, next.GetCanonItemId()); err != nil {
+			t.Fatalf("round %d: SupersedeItem: %v", i, err)
+		}
+		if got := w.item(old).Class; got != ledgerv1.CanonClass_CANON_CLASS_DEPRECATED {
+			t.Fatalf("round %d: %s is %s after its supersession returned, want DEPRECATED", i, old, got)
+		}
+		d := w.submit(proposal(taskID, refund(1740, subject), env))
+		if d.Capability != nil || verdictOf(d).Outcome == "OUTCOME_ALLOW" {
+			t.Fatalf("round %d: a proposal under the superseded %s was allowed: %v", i, old, verdictOf(d))
 		}
 	}
 }

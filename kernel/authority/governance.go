@@ -16,19 +16,20 @@ import (
 	"go.uber.org/zap"
 )
 
-// ledgerUpdate runs fn in a write transaction. Should the commit fail after
-// fn changed the in-memory ledger, the ledger is rebuilt from the journal
-// so memory never holds what the log does not.
+// ledgerUpdate runs fn, which applies ledger transitions, in a commit of
+// its own. Transitions are serialised from validation to publication, and
+// readers see them only once committed, so the in-memory ledger follows the
+// journal exactly, in commit order. A refusal changes nothing; an update
+// that applied a transition but did not commit restores the ledger from the
+// journal.
 func (k *Kernel) ledgerUpdate(ctx context.Context, fn func(tx *store.Tx, now time.Time) error) error {
-	changed := false
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
-		changed = true
+	k.ledger.wmu.Lock()
+	defer k.ledger.wmu.Unlock()
+	err := k.store.UpdateAlone(ctx, func(tx *store.Tx) error {
 		return fn(tx, k.clock())
 	})
-	if err != nil && changed {
-		if rerr := k.ledger.rebuild(ctx, k.store); rerr != nil {
-			return errors.Join(err, rerr)
-		}
+	if rerr := k.ledger.restore(context.WithoutCancel(ctx), k.store); rerr != nil {
+		return errors.Join(err, rerr)
 	}
 	return canonRefusal(err)
 }

@@ -20,9 +20,17 @@ const journalKindCanon = "canon"
 // transition in the journal, with each item's class computed once per
 // change.
 type ledger struct {
+	// wmu serialises transitions, from validation to publication, so that
+	// memory changes in the journal's commit order.
+	wmu sync.Mutex
+	// state is the fold of the committed transitions plus, while a
+	// transition's update is in flight, that transition (dirty).
+	state *canon.State
+	dirty bool
+
+	// mu guards what readers see: the classes as of the last commit.
 	mu      sync.RWMutex
 	auth    canon.Authorities
-	state   *canon.State
 	classes map[string]canon.Classified
 	order   []string
 }
@@ -100,16 +108,20 @@ func (l *ledger) all() []canon.Classified {
 	return out
 }
 
-// apply validates t against the ledger, appends it to the journal in tx and
-// applies it in memory. The caller holds the store's write transaction, so
-// no other change interleaves; if the transaction later fails to commit,
-// rebuild restores the ledger from the journal.
-func (l *ledger) apply(tx journal.Appender, t canon.Transition) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// committer is a write transaction that can run code once it commits.
+type committer interface {
+	journal.Appender
+	OnCommit(func())
+}
+
+// apply validates t against the ledger and appends it to the journal in tx.
+// Readers see it once tx commits, and not before; the caller holds wmu (see
+// Kernel.ledgerUpdate), which restores the state should tx not commit.
+func (l *ledger) apply(tx committer, t canon.Transition) error {
 	if err := l.state.Apply(t, l.auth); err != nil {
-		return err
+		return err // Apply leaves the state unchanged
 	}
+	l.dirty = true
 	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(t.Proto())
 	if err != nil {
 		return err
@@ -121,18 +133,30 @@ func (l *ledger) apply(tx journal.Appender, t canon.Transition) error {
 	if _, err := tx.Append(t.At, journalKindCanon, ref, body); err != nil {
 		return err
 	}
-	l.set(l.state)
+	tx.OnCommit(l.publish)
 	return nil
 }
 
-// rebuild reloads the ledger from the journal after a failed commit.
-func (l *ledger) rebuild(ctx context.Context, s journal.Reader) error {
+// publish makes the state's classes what readers see.
+func (l *ledger) publish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.set(l.state)
+	l.dirty = false
+}
+
+// restore reloads the state from the journal after an update that applied a
+// transition did not commit. The caller holds wmu, so no transition commits
+// between the read and the swap.
+func (l *ledger) restore(ctx context.Context, s journal.Reader) error {
+	if !l.dirty {
+		return nil
+	}
 	fresh, err := replayLedger(ctx, s, l.auth)
 	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.set(fresh.state)
+	l.state = fresh.state
+	l.publish()
 	return nil
 }

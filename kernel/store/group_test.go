@@ -98,3 +98,61 @@ func TestUpdateWithCancelledContext(t *testing.T) {
 		t.Errorf("Update = %v, ran %v; want Canceled without running", err, ran)
 	}
 }
+
+// TestUpdateAloneAndOnCommit: an update run alone shares no transaction,
+// its commit hooks run before it returns and before any later update
+// starts, and a rolled-back update's hooks never run.
+func TestUpdateAloneAndOnCommit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
+
+	err := s.UpdateAlone(ctx, func(tx *store.Tx) error {
+		tx.OnCommit(func() { note("rolled back hook ran") })
+		return errors.New("refused")
+	})
+	if err == nil {
+		t.Fatal("a failing update reported success")
+	}
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			update := s.Update
+			if i%4 == 0 {
+				update = s.UpdateAlone
+			}
+			err := update(ctx, func(tx *store.Tx) error {
+				note(fmt.Sprintf("run %d", i))
+				if i%4 == 0 {
+					tx.OnCommit(func() { note(fmt.Sprintf("commit %d", i)) })
+				}
+				_, err := tx.Append(t0, "test", fmt.Sprintf("job-%02d", i), nil)
+				return err
+			})
+			if err != nil {
+				t.Errorf("update %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Each alone update's hook directly follows its own run: nothing ran in
+	// its transaction, and nothing started before its hook.
+	for i, e := range events {
+		if e == "rolled back hook ran" {
+			t.Fatalf("the hook of a rolled-back update ran")
+		}
+		var n int
+		if _, err := fmt.Sscanf(e, "commit %d", &n); err == nil {
+			if i == 0 || events[i-1] != fmt.Sprintf("run %d", n) {
+				t.Errorf("hook of update %d at %d follows %q, want its own run: %v", n, i, events[i-1], events)
+			}
+		}
+	}
+	if len(events) != 32+8 {
+		t.Errorf("%d events, want 40: %v", len(events), events)
+	}
+}

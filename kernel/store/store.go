@@ -158,6 +158,9 @@ type job struct {
 	fn   func(tx *Tx) error
 	done chan error
 	lead chan struct{}
+	// alone runs the job in a batch of its own, so that its commit hooks
+	// run before any later update starts.
+	alone bool
 }
 
 // Update runs fn in a write transaction and returns once its changes are
@@ -167,7 +170,19 @@ type job struct {
 // update's failure rolls back only its own changes and the whole group
 // pays for one commit (one fsync) instead of one each.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	j := &job{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	return s.update(&job{ctx: ctx, fn: fn})
+}
+
+// UpdateAlone is Update in a commit of its own: no other update shares its
+// transaction, and the hooks fn registers with [Tx.OnCommit] have run
+// before any later update starts. Changes that in-memory state must follow
+// in commit order (ledger transitions) use it.
+func (s *Store) UpdateAlone(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.update(&job{ctx: ctx, fn: fn, alone: true})
+}
+
+func (s *Store) update(j *job) error {
+	j.done, j.lead = make(chan error, 1), make(chan struct{}, 1)
 	s.mu.Lock()
 	s.pending = append(s.pending, j)
 	leader := !s.leading
@@ -190,6 +205,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 func (s *Store) lead() {
 	s.mu.Lock()
 	n := min(len(s.pending), maxBatch)
+	for i, j := range s.pending[:n] {
+		if j.alone {
+			n = max(i, 1) // the updates before it, or it alone
+			break
+		}
+	}
 	batch := s.pending[:n:n]
 	s.pending = s.pending[n:]
 	s.mu.Unlock()
@@ -207,6 +228,7 @@ func (s *Store) lead() {
 
 func (s *Store) runBatch(batch []*job) {
 	results := make([]error, len(batch))
+	hooks := make([][]func(), len(batch))
 	var unprepared []string
 	sqlTx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -228,6 +250,9 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
+			if ran {
+				hooks[i] = tx.onCommit
+			}
 			continue
 		}
 		if _, err := sqlTx.ExecContext(context.Background(), `SAVEPOINT update_job`); err != nil {
@@ -247,6 +272,9 @@ func (s *Store) runBatch(batch []*job) {
 		if _, err := sqlTx.ExecContext(context.Background(), `RELEASE SAVEPOINT update_job`); err != nil && results[i] == nil {
 			results[i] = fmt.Errorf("release savepoint: %w", err)
 		}
+		if results[i] == nil {
+			hooks[i] = tx.onCommit
+		}
 	}
 	if ran {
 		if err := sqlTx.Commit(); err != nil {
@@ -261,6 +289,11 @@ func (s *Store) runBatch(batch []*job) {
 	}
 	s.prepare(context.Background(), unprepared)
 	for i, j := range batch {
+		if results[i] == nil {
+			for _, h := range hooks[i] {
+				h()
+			}
+		}
 		j.done <- results[i]
 	}
 }
@@ -313,7 +346,13 @@ type Tx struct {
 	ctx        context.Context
 	s          *Store
 	unprepared []string
+	onCommit   []func()
 }
+
+// OnCommit registers f to run once the update's changes are committed, in
+// the committing goroutine, before the update returns. It never runs for
+// an update that is rolled back.
+func (t *Tx) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 
 // stmt returns the transaction's handle on the cached statement for query,
 // or nil when it is not prepared yet; then the query runs unprepared and is
