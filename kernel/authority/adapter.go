@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/capability"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
@@ -15,26 +16,32 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/proto"
 )
 
 // Read names a read an evidence adapter is about to make.
 type Read struct {
 	Agent     string // as the evidence adapter authenticated it
 	TaskID    string
+	Purpose   string
 	Source    string
 	RecordKey string
 	Fields    []string
 }
 
+// ReadGrant is how an authorised read must be made.
+type ReadGrant = kernelv1.AuthorizeReadResponse
+
 // AuthorizeRead checks a read against the task's canonical contract before
-// anything is read. It answers the provenance the contract gives the
-// source, or refuses naming the field or source outside the grant.
-func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (contractv1.Provenance, error) {
-	if r.Agent == "" || r.TaskID == "" || r.Source == "" || r.RecordKey == "" || len(r.Fields) == 0 {
-		return 0, refuse(ErrInvalid, "INVALID_READ", "agent, task_id, source, record_key and fields are required")
+// anything is read: the agent, the purpose, the source, every field, and
+// the record — a read stays on the task's bound record. It answers the
+// provenance, the derived fields' expressions, the quarantined fields and
+// the confinement the adapter must apply, or refuses naming what is outside
+// the grant.
+func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (*ReadGrant, error) {
+	if r.Agent == "" || r.TaskID == "" || r.Purpose == "" || r.Source == "" || r.RecordKey == "" || len(r.Fields) == 0 {
+		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "agent, task_id, purpose, source, record_key and fields are required")
 	}
-	var prov contractv1.Provenance
+	var out *ReadGrant
 	err := k.store.View(ctx, func(tx *store.Tx) error {
 		b, err := k.taskContract(tx, r.TaskID)
 		if err != nil {
@@ -43,39 +50,76 @@ func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (contractv1.Provenan
 		if err := b.actor(r.TaskID, r.Agent); err != nil {
 			return err
 		}
-		return k.checkRead(b, r, &prov)
+		out, err = k.checkRead(b, r)
+		return err
 	})
 	if err != nil {
 		k.log.Info("read refused", zap.String("task", r.TaskID), zap.String("source", r.Source),
 			zap.String("record", r.RecordKey), zap.Strings("fields", r.Fields), zap.Error(err))
 	}
-	return prov, err
+	return out, err
 }
 
-func (k *Kernel) checkRead(b *bound, r Read, prov *contractv1.Provenance) error {
+// checkRead is the read rule, shared by the authorisation before a read and
+// the recording after it.
+func (k *Kernel) checkRead(b *bound, r Read) (*ReadGrant, error) {
 	if !b.canonical() {
-		return refuse(ErrDenied, "CONTRACT_NOT_CANONICAL", "task %q is bound to contract %q, which is %s: no evidence may be read under it",
+		return nil, refuse(ErrDenied, "CONTRACT_NOT_CANONICAL", "task %q is bound to contract %q, which is %s: no evidence may be read under it",
 			r.TaskID, b.itemID, b.class)
 	}
 	if k.clock().After(b.eval.ValidUntil) {
-		return refuse(ErrDenied, "CONTRACT_EXPIRED", "the contract of task %q expired at %s", r.TaskID, b.eval.ValidUntil.Format(time.RFC3339))
+		return nil, refuse(ErrDenied, "CONTRACT_EXPIRED", "the contract of task %q expired at %s", r.TaskID, b.eval.ValidUntil.Format(time.RFC3339))
 	}
-	i := slices.IndexFunc(b.eval.Sources, func(s evaluate.Source) bool { return s.Name == r.Source })
+	if p := b.eval.Purpose; p != "*" && r.Purpose != p {
+		return nil, refuse(ErrDenied, "PURPOSE_MISMATCH", "task %q is for purpose %q, not %q", r.TaskID, p, r.Purpose)
+	}
+	i := slices.IndexFunc(b.proto.GetEvidence().GetSources(), func(s *contractv1.SourceGrant) bool { return s.GetName() == r.Source })
 	if i < 0 {
-		return refuse(ErrDenied, "SOURCE_OUTSIDE_GRANT", "source %q is outside the evidence grant of task %q", r.Source, r.TaskID)
+		return nil, refuse(ErrDenied, "SOURCE_OUTSIDE_GRANT", "source %q is outside the evidence grant of task %q", r.Source, r.TaskID)
+	}
+	src := b.proto.GetEvidence().GetSources()[i]
+	grant := b.eval.Sources[i].Fields
+	if grant == nil {
+		grant = b.eval.Fields
 	}
 	var outside []string
 	for _, f := range r.Fields {
-		if !slices.Contains(b.eval.Fields, f) && !slices.Contains(outside, f) {
+		if !slices.Contains(grant, f) && !slices.Contains(outside, f) {
 			outside = append(outside, f)
 		}
 	}
 	if len(outside) > 0 {
 		slices.Sort(outside)
-		return refuse(ErrDenied, "FIELDS_OUTSIDE_GRANT", "fields outside the evidence grant of task %q: %v", r.TaskID, outside)
+		return nil, refuse(ErrDenied, "FIELDS_OUTSIDE_GRANT", "fields outside the evidence grant of task %q: %v", r.TaskID, outside)
 	}
-	*prov = contractv1.Provenance(b.eval.Sources[i].Provenance)
-	return nil
+	out := &ReadGrant{Provenance: src.GetProvenance()}
+	for _, d := range src.GetDerived() {
+		if slices.Contains(r.Fields, d.GetName()) {
+			out.Derived = append(out.Derived, d)
+		}
+	}
+	for _, q := range src.GetQuarantined() {
+		if slices.Contains(r.Fields, q) {
+			out.Quarantined = append(out.Quarantined, q)
+		}
+	}
+	// Reads stay on the task's record: its own source by key, any other
+	// source through the field that links a row to the record.
+	if rec := b.proto.GetBinding().GetRecord(); rec != nil {
+		switch {
+		case r.Source == rec.GetSource():
+			if r.RecordKey != rec.GetKey() {
+				return nil, refuse(ErrDenied, "RECORD_OUTSIDE_BINDING", "task %q is bound to %s/%s, not %s/%s",
+					r.TaskID, rec.GetSource(), rec.GetKey(), r.Source, r.RecordKey)
+			}
+			if v := b.eval.StateVersion; v != "*" {
+				out.BoundStateVersion = v
+			}
+		case src.GetRecordField() != "":
+			out.ConfineField, out.ConfineValue = src.GetRecordField(), rec.GetKey()
+		}
+	}
+	return out, nil
 }
 
 // Recorded is what recording evidence changed.
@@ -85,34 +129,42 @@ type Recorded struct {
 }
 
 // RecordEvidence logs a signed evidence receipt before the adapter releases
-// it. A receipt about another subject than the contract's is refused. When
-// the record's state version differs from the last one seen, every
-// outstanding capability and open approval on the record is revoked
-// (coupling rule 3: state change cancels inherited reach).
+// it, checking the read again as it was made. When the record's state
+// version differs from the last one seen, every outstanding capability and
+// open approval on the record is revoked (coupling rule 3: state change
+// cancels inherited reach); when it differs from the version the task is
+// bound to, the change is kept and the read refused.
 func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receiptv1.Envelope) (Recorded, error) {
 	var r receiptv1.EvidenceReceipt
 	if err := k.ev.Open(env, caller, &r); err != nil {
 		return Recorded{}, refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt: %v", err)
 	}
-	if r.GetReceiptId() == "" || r.GetStateVersion() == "" || r.GetReadAt() == nil {
+	switch {
+	case r.GetReceiptId() == "" || r.GetStateVersion() == "" || r.GetReadAt() == nil:
 		return Recorded{}, refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt needs receipt_id, state_version and read_at")
+	case contractv1.Provenance_name[int32(r.GetProvenance())] == "" || r.GetProvenance() == contractv1.Provenance_PROVENANCE_UNSPECIFIED:
+		return Recorded{}, refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt %s has no known provenance class (%d)", r.GetReceiptId(), r.GetProvenance())
 	}
 	var out Recorded
+	var stale error
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, r.GetTaskId())
 		if err != nil {
 			return err
 		}
-		var prov contractv1.Provenance
-		if err := k.checkRead(b, Read{TaskID: r.GetTaskId(), Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()}, &prov); err != nil {
+		grant, err := k.checkRead(b, Read{TaskID: r.GetTaskId(), Purpose: b.eval.Purpose, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
+		if err != nil {
 			return err
 		}
 		if s := b.eval.Subject; s != "*" && r.GetSubject() != s {
 			return refuse(ErrDenied, "SUBJECT_OUTSIDE_GRANT", "record %s/%s belongs to another subject than task %q's", r.GetSource(), r.GetRecordKey(), r.GetTaskId())
 		}
+		if !sameSet(r.GetQuarantined(), grant.GetQuarantined()) {
+			return refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt %s does not mark the quarantined fields the grant names", r.GetReceiptId())
+		}
 		inserted, err := tx.InsertEvidence(store.Evidence{
-			ReceiptID: r.GetReceiptId(), TaskID: r.GetTaskId(), PayloadHash: envelope.Hash(env), Source: r.GetSource(),
+			ReceiptID: r.GetReceiptId(), TaskID: r.GetTaskId(), EnvelopeHash: envelope.Digest(env), Source: r.GetSource(),
 			RecordKey: r.GetRecordKey(), StateVersion: r.GetStateVersion(), ReadAt: r.GetReadAt().AsTime(),
 		})
 		if err != nil {
@@ -128,18 +180,14 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if err != nil || newer {
 			return err // a late receipt never moves the record's state back
 		}
-		prev, seen, err := tx.RecordVersion(r.GetSource(), r.GetRecordKey())
-		if err != nil {
+		if out, err = k.noteVersion(tx, r.GetSource(), r.GetRecordKey(), r.GetStateVersion(), now); err != nil {
 			return err
 		}
-		if err := tx.SetRecordVersion(r.GetSource(), r.GetRecordKey(), r.GetStateVersion(), now); err != nil {
-			return err
-		}
-		if seen && prev != r.GetStateVersion() {
-			out.StateChanged = true
-			note := fmt.Sprintf("state version changed: %s → %s", prev, r.GetStateVersion())
-			out.Revoked, err = k.revoke(tx, r.GetSource()+"/"+r.GetRecordKey(), "", note, now)
-			return err
+		if v := grant.GetBoundStateVersion(); v != "" && r.GetStateVersion() != v {
+			// The change is recorded (and has revoked what it must); the
+			// stale task gets nothing from this read.
+			stale = refuse(ErrStale, "STATE_VERSION_CHANGED", "task %q is bound to %s/%s at %s, but the record is now at %s: the task must be re-bound",
+				r.GetTaskId(), r.GetSource(), r.GetRecordKey(), v, r.GetStateVersion())
 		}
 		return nil
 	})
@@ -149,7 +197,94 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 	k.log.Info("evidence", zap.String("receipt", r.GetReceiptId()), zap.String("task", r.GetTaskId()),
 		zap.String("source", r.GetSource()), zap.String("record", r.GetRecordKey()), zap.Strings("fields", r.GetFields()),
 		zap.String("state_version", r.GetStateVersion()), zap.Bool("state_changed", out.StateChanged), zap.Strings("revoked", out.Revoked))
+	return out, stale
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteVersion records a record's observed state version and, when it
+// differs from the last one seen, revokes what depended on the old one.
+func (k *Kernel) noteVersion(tx *store.Tx, source, key, version string, now time.Time) (Recorded, error) {
+	var out Recorded
+	prev, seen, err := tx.RecordVersion(source, key)
+	if err != nil {
+		return out, err
+	}
+	if seen && prev == version {
+		return out, nil
+	}
+	if err := tx.SetRecordVersion(source, key, version, now); err != nil {
+		return out, err
+	}
+	if !seen {
+		return out, nil
+	}
+	out.StateChanged = true
+	note := fmt.Sprintf("state version changed: %s → %s", prev, version)
+	if version == "" {
+		note = fmt.Sprintf("record removed (was %s)", prev)
+	}
+	out.Revoked, err = k.revoke(tx, source+"/"+key, "", note, now)
+	return out, err
+}
+
+// ReportStateChange notes a record's state version as an evidence adapter
+// watching it observed it, and revokes at once what depended on an older
+// version.
+func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version string) (Recorded, error) {
+	if source == "" || key == "" {
+		return Recorded{}, refuse(ErrInvalid, "INVALID_REQUEST", "source and record_key are required")
+	}
+	var out Recorded
+	err := k.store.Update(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = k.noteVersion(tx, source, key, version, k.clock())
+		return err
+	})
+	if err != nil {
+		return Recorded{}, err
+	}
+	if out.StateChanged {
+		k.log.Info("state change", zap.String("source", source), zap.String("record", key),
+			zap.String("state_version", version), zap.Strings("revoked", out.Revoked))
+	}
 	return out, nil
+}
+
+// watchWindow is how long after its last read a record stays watched.
+const watchWindow = 24 * time.Hour
+
+// WatchedRecords lists the records whose changes matter — read within the
+// watch window, or depended on by outstanding capabilities and open
+// approvals — with the version the kernel last saw of each.
+func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord, error) {
+	var out []*kernelv1.WatchedRecord
+	err := k.store.View(ctx, func(tx *store.Tx) error {
+		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow))
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			src, key := splitRecord(r)
+			v, _, err := tx.RecordVersion(src, key)
+			if err != nil {
+				return err
+			}
+			out = append(out, &kernelv1.WatchedRecord{Source: src, RecordKey: key, StateVersion: v})
+		}
+		return nil
+	})
+	return out, err
 }
 
 // revoke revokes outstanding capabilities and cancels open approvals on a
@@ -161,7 +296,10 @@ func (k *Kernel) revoke(tx *store.Tx, record, taskID, note string, now time.Time
 	}
 	var ids []string
 	for _, c := range caps {
-		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED
+		if capability.Next(c.Status, capability.Revoke).Result != capability.Move {
+			continue
+		}
+		c.Status = capability.Revoked
 		c.Note = note
 		if err := tx.UpdateCapability(c); err != nil {
 			return nil, err
@@ -194,21 +332,21 @@ type Redeemed struct {
 	Commitment *agentv1.Commitment
 }
 
-// Redeem redeems a capability for exactly its bound effect. The first
+// Redeem redeems a capability for exactly the call it binds. The first
 // redemption of an unexpired, unrevoked capability whose record is still at
 // its bound state version succeeds once; a repeat with the same key while
 // the commitment is open is a retry; a closed, failed or revoked
-// commitment refuses it.
-func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *contractv1.Action, key string) (Redeemed, error) {
+// commitment refuses it (the capability package's table decides).
+func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, key, holder string) (Redeemed, error) {
 	var c receiptv1.Capability
 	if err := k.self.Open(env, k.signer.KeyID(), &c); err != nil {
 		return Redeemed{}, refuse(ErrDenied, "CAPABILITY_INVALID", "capability: %v", err)
 	}
-	if !proto.Equal(c.GetAction(), action) {
-		return Redeemed{}, refuse(ErrDenied, "EFFECT_OUTSIDE_CAPABILITY", "the requested effect differs from the one capability %s binds", c.GetCapabilityId())
-	}
 	if key != c.GetIdempotencyKey() {
 		return Redeemed{}, refuse(ErrInvalid, "IDEMPOTENCY_KEY_MISMATCH", "idempotency key %q is not the one capability %s binds", key, c.GetCapabilityId())
+	}
+	if holder != "" && holder != c.GetHolder() {
+		return Redeemed{}, refuse(ErrDenied, "CAPABILITY_NOT_HOLDER", "capability %s was issued to another agent than %q", c.GetCapabilityId(), holder)
 	}
 	var out Redeemed
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
@@ -217,11 +355,15 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 		if err != nil {
 			return err
 		}
-		switch row.Status {
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED:
-			if now.After(row.ExpiresAt) {
-				return refuse(ErrStale, "CAPABILITY_EXPIRED", "capability %s expired at %s", row.CapabilityID, row.ExpiresAt.Format(time.RFC3339))
-			}
+		status := capability.Effective(row.Status, row.ExpiresAt, now)
+		step := capability.Next(status, capability.Redeem)
+		switch step.Result {
+		case capability.Refuse:
+			return refuse(ErrStale, step.Refusal, "capability %s is %s: %s", row.CapabilityID, strings.TrimPrefix(status.String(), "COMMITMENT_STATUS_"), closedNote(row, status))
+		case capability.Repeat:
+			// A retry: the effect may have happened; the adapter's ledger
+			// knows, and its key lets it happen at most once.
+		case capability.Move:
 			if row.Record != "" {
 				src, key := splitRecord(row.Record)
 				v, ok, err := tx.RecordVersion(src, key)
@@ -232,7 +374,7 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 					return refuse(ErrStale, "STATE_VERSION_CHANGED", "capability %s was issued at %s but %s is now at %s", row.CapabilityID, row.StateVersion, row.Record, v)
 				}
 			}
-			row.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED
+			row.Status = step.To
 			if err := tx.UpdateCapability(row); err != nil {
 				return err
 			}
@@ -240,17 +382,8 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 				return err
 			}
 			out.First = true
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
-			// A retry: the effect may have happened; the adapter's ledger
-			// knows, and its key lets it happen at most once.
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED:
-			return refuse(ErrStale, "CAPABILITY_USED", "capability %s was already used: effect %s is verified", row.CapabilityID, row.EffectReceiptID)
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED:
-			return refuse(ErrStale, "CAPABILITY_REVOKED", "capability %s was revoked: %s", row.CapabilityID, row.Note)
-		default:
-			return refuse(ErrStale, "CAPABILITY_CLOSED", "capability %s is %s: %s", row.CapabilityID, row.Status, row.Note)
 		}
-		out.Commitment = commitment(row)
+		out.Commitment = commitment(row, now)
 		return nil
 	})
 	if err != nil {
@@ -259,6 +392,18 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, action *co
 	}
 	k.log.Info("redeem", zap.String("capability", c.GetCapabilityId()), zap.String("task", c.GetTaskId()), zap.Bool("first", out.First))
 	return out, nil
+}
+
+func closedNote(row store.Capability, status capability.Status) string {
+	switch {
+	case status == capability.Verified:
+		return "its effect " + row.EffectReceiptID + " is verified"
+	case status == capability.Expired && row.Note == "":
+		return "expired at " + row.ExpiresAt.Format(time.RFC3339)
+	case row.Note != "":
+		return row.Note
+	}
+	return "closed"
 }
 
 // issued returns a capability this kernel issued.
@@ -271,12 +416,8 @@ func issued(tx *store.Tx, id string) (store.Capability, error) {
 }
 
 func splitRecord(r string) (string, string) {
-	for i := 0; i < len(r); i++ {
-		if r[i] == '/' {
-			return r[:i], r[i+1:]
-		}
-	}
-	return r, ""
+	src, key, _ := strings.Cut(r, "/")
+	return src, key
 }
 
 // RecordEffect logs a signed effect receipt from the action adapter that
@@ -293,12 +434,19 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 		if err != nil {
 			return err
 		}
-		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || effectHash(row.TaskID, r.GetAction()) != row.EffectHash {
-			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "effect receipt %s does not match the effect capability %s binds", r.GetReceiptId(), row.CapabilityID)
+		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || !sameCall(row, r.GetCall()) {
+			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "effect receipt %s does not match the call capability %s binds", r.GetReceiptId(), row.CapabilityID)
 		}
-		switch row.Status {
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED:
-			row.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED
+		step := capability.Next(row.Status, capability.Effect)
+		switch step.Result {
+		case capability.Refuse:
+			return refuse(ErrStale, step.Refusal, "capability %s is %s; an effect needs a redemption first", row.CapabilityID, row.Status)
+		case capability.Repeat:
+			if row.EffectReceiptID != r.GetReceiptId() {
+				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s already has effect %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
+			}
+		case capability.Move:
+			row.Status = step.To
 			row.EffectReceiptID = r.GetReceiptId()
 			if err := tx.UpdateCapability(row); err != nil {
 				return err
@@ -306,15 +454,8 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 			if err := k.appendEnvelope(tx, now, "effect", r.GetReceiptId(), env); err != nil {
 				return err
 			}
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED, agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED,
-			agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED:
-			if row.EffectReceiptID != r.GetReceiptId() {
-				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s already has effect %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
-			}
-		default:
-			return refuse(ErrStale, "CAPABILITY_NOT_REDEEMED", "capability %s is %s; an effect needs a redemption first", row.CapabilityID, row.Status)
 		}
-		out = commitment(row)
+		out = commitment(row, now)
 		return nil
 	})
 	if err != nil {
@@ -325,6 +466,12 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	return out, nil
 }
 
+// sameCall reports whether call is exactly the one a capability binds.
+func sameCall(row store.Capability, call *contractv1.ToolCall) bool {
+	c, err := parseCall(call)
+	return err == nil && callHash(row.TaskID, c) == row.EffectHash
+}
+
 // RecordReadback logs a signed readback receipt and closes the commitment
 // when verified, or marks it failed.
 func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, error) {
@@ -332,11 +479,11 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 	if err := k.ver.Open(env, caller, &r); err != nil {
 		return nil, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt: %v", err)
 	}
-	status := map[receiptv1.ReadbackStatus]agentv1.CommitmentStatus{
-		receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED: agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED,
-		receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH: agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED,
+	ev := map[receiptv1.ReadbackStatus]capability.Event{
+		receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED: capability.Verify,
+		receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH: capability.Mismatch,
 	}[r.GetStatus()]
-	if status == 0 {
+	if ev == 0 {
 		return nil, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt %s has no status", r.GetReceiptId())
 	}
 	var out *agentv1.Commitment
@@ -349,25 +496,21 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 		if r.GetIdempotencyKey() != row.IdempotencyKey {
 			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "readback %s does not match capability %s", r.GetReceiptId(), row.CapabilityID)
 		}
-		switch row.Status {
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
-		case agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED, agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED:
-			if row.ReadbackReceiptID == r.GetReceiptId() {
-				out = commitment(row)
-				return nil
-			}
-			// A later readback may find the record altered since: it
-			// replaces the verdict, and the journal keeps both.
-		default:
-			return refuse(ErrStale, "COMMITMENT_NOT_EFFECTED", "capability %s is %s; a readback needs a recorded effect", row.CapabilityID, row.Status)
+		step := capability.Next(row.Status, ev)
+		if step.Result == capability.Refuse {
+			return refuse(ErrStale, step.Refusal, "capability %s is %s; a readback needs a recorded effect", row.CapabilityID, row.Status)
+		}
+		if row.ReadbackReceiptID == r.GetReceiptId() {
+			out = commitment(row, now) // the same readback again
+			return nil
 		}
 		if r.GetEffectReceiptId() != row.EffectReceiptID {
 			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "readback %s checks effect %s, but the recorded effect is %s", r.GetReceiptId(), r.GetEffectReceiptId(), row.EffectReceiptID)
 		}
-		row.Status = status
+		row.Status = step.To
 		row.ReadbackReceiptID = r.GetReceiptId()
 		row.Note = ""
-		if status == agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED {
+		if step.To == capability.Failed {
 			row.Note = fmt.Sprintf("readback found: %v", r.GetFindings())
 		}
 		if err := tx.UpdateCapability(row); err != nil {
@@ -376,7 +519,7 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 		if err := k.appendEnvelope(tx, now, "readback", r.GetReceiptId(), env); err != nil {
 			return err
 		}
-		out = commitment(row)
+		out = commitment(row, now)
 		return nil
 	})
 	if err != nil {
@@ -387,15 +530,19 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 	return out, nil
 }
 
-func commitment(c store.Capability) *agentv1.Commitment {
+// commitment is a capability's commitment as it stands at now.
+func commitment(c store.Capability, now time.Time) *agentv1.Commitment {
 	out := &agentv1.Commitment{
 		CapabilityId:      c.CapabilityID,
 		DecisionId:        c.DecisionID,
-		ActionType:        c.ActionType,
-		Status:            c.Status,
+		Tool:              c.Tool,
+		Status:            capability.Effective(c.Status, c.ExpiresAt, now),
 		EffectReceiptId:   c.EffectReceiptID,
 		ReadbackReceiptId: c.ReadbackReceiptID,
 		Note:              c.Note,
+	}
+	if out.Status == capability.Expired && c.Status != capability.Expired {
+		out.Note = "expired before it was redeemed"
 	}
 	if c.Currency != "" {
 		out.Amount = &contractv1.Money{CurrencyCode: c.Currency, MinorUnits: c.AmountMinor}

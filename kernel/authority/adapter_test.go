@@ -24,20 +24,22 @@ func TestAuthorizeRead(t *testing.T) {
 		kind   error
 		reason string
 	}{
-		{"granted", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "receipt_total"}}, nil, ""},
-		{"field outside grant", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "salary", "medical_notes"}}, authority.ErrDenied, "FIELDS_OUTSIDE_GRANT"},
-		{"source outside grant", authority.Read{Agent: agentName, TaskID: task, Source: "hr_db", RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrDenied, "SOURCE_OUTSIDE_GRANT"},
-		{"unbound task", authority.Read{Agent: agentName, TaskID: "nope", Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrStale, "TASK_NOT_BOUND"},
-		{"no fields", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey}, authority.ErrInvalid, "INVALID_READ"},
-		{"no task", authority.Read{Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_READ"},
-		{"no record", authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_READ"},
+		{"granted", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "receipt_total"}}, nil, ""},
+		{"field outside grant", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id", "salary", "medical_notes"}}, authority.ErrDenied, "FIELDS_OUTSIDE_GRANT"},
+		{"source outside grant", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: "hr_db", RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrDenied, "SOURCE_OUTSIDE_GRANT"},
+		{"unbound task", authority.Read{Agent: agentName, TaskID: "nope", Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrStale, "TASK_NOT_BOUND"},
+		{"no fields", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey}, authority.ErrInvalid, "INVALID_REQUEST"},
+		{"no task", authority.Read{Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_REQUEST"},
+		{"no record", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, Fields: []string{"claim_id"}}, authority.ErrInvalid, "INVALID_REQUEST"},
+		{"another record of the bound source", authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: "C-1002", Fields: []string{"claim_id"}}, authority.ErrDenied, "RECORD_OUTSIDE_BINDING"},
+		{"another purpose", authority.Read{Agent: agentName, TaskID: task, Purpose: "marketing", Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}, authority.ErrDenied, "PURPOSE_MISMATCH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prov, err := w.k.AuthorizeRead(w.ctx, tt.read)
+			g, err := w.k.AuthorizeRead(w.ctx, tt.read)
 			if tt.kind == nil {
-				if err != nil || prov != contractv1.Provenance_PROVENANCE_TRUSTED {
-					t.Fatalf("AuthorizeRead = %s, %v; want TRUSTED", prov, err)
+				if err != nil || g.GetProvenance() != contractv1.Provenance_PROVENANCE_TRUSTED || g.GetBoundStateVersion() != version42 {
+					t.Fatalf("AuthorizeRead = %v, %v; want TRUSTED bound to %s", g, err, version42)
 				}
 				return
 			}
@@ -45,14 +47,14 @@ func TestAuthorizeRead(t *testing.T) {
 		})
 	}
 	// The refusal names the fields outside the grant, sorted.
-	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"salary", "claim_id", "bank_details"}})
+	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"salary", "claim_id", "bank_details"}})
 	if err == nil || !strings.Contains(err.Error(), "[bank_details salary]") {
 		t.Errorf("refusal %v does not name [bank_details salary]", err)
 	}
 	// The instruction-bearing source is readable, with its provenance.
-	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: "receipt_upload", RecordKey: "R-1", Fields: []string{"receipt_total"}})
-	if err != nil || prov != contractv1.Provenance_PROVENANCE_INSTRUCTION_BEARING {
-		t.Errorf("receipt_upload = %s, %v; want INSTRUCTION_BEARING", prov, err)
+	g, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: "receipt_upload", RecordKey: "R-1", Fields: []string{"receipt_total"}})
+	if err != nil || g.GetProvenance() != contractv1.Provenance_PROVENANCE_INSTRUCTION_BEARING {
+		t.Errorf("receipt_upload = %v, %v; want INSTRUCTION_BEARING", g, err)
 	}
 	// After expiry nothing can be read.
 	w.clock.Advance(49 * time.Hour)
@@ -130,21 +132,21 @@ func TestStateChangeCancelsReach(t *testing.T) {
 	w.canonicalTask(task)
 	old, _ := w.read(task)
 	review := w.submit(proposal(task, refund(7400, subject), old))
-	if review.ApprovalID == "" {
+	if review.GetApprovalId() == "" {
 		t.Fatalf("no approval asked: %+v", verdictOf(review))
 	}
 	allow := w.submit(proposal(task, refund(1740, subject), old))
-	if allow.Capability == nil {
+	if allow.GetCapability() == nil {
 		t.Fatalf("no capability: %+v", verdictOf(allow))
 	}
-	c := w.openCapability(allow.Capability)
+	c := w.openCapability(allow.GetCapability())
 
 	// The same version again changes nothing.
 	if _, rec := w.read(task); rec.StateChanged || len(rec.Revoked) != 0 {
 		t.Fatalf("same version: %+v, want no change", rec)
 	}
 	before := len(w.entries())
-	_, rec := w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
+	rec := w.changed(task, version43)
 	if diff := cmp.Diff(authority.Recorded{StateChanged: true, Revoked: []string{c.GetCapabilityId()}}, rec); diff != "" {
 		t.Errorf("Recorded (-want +got):\n%s", diff)
 	}
@@ -152,18 +154,18 @@ func TestStateChangeCancelsReach(t *testing.T) {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
 
-	_, err := w.k.Redeem(w.ctx, allow.Capability, c.GetAction(), c.GetIdempotencyKey())
+	_, err := w.k.Redeem(w.ctx, allow.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
 
 	cancelled, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_CANCELLED)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cancelled) != 1 || cancelled[0].GetApprovalId() != review.ApprovalID || !strings.Contains(cancelled[0].GetNote(), version43) {
-		t.Errorf("cancelled approvals = %v, want %s naming %s", cancelled, review.ApprovalID, version43)
+	if len(cancelled) != 1 || cancelled[0].GetApprovalId() != review.GetApprovalId() || !strings.Contains(cancelled[0].GetNote(), version43) {
+		t.Errorf("cancelled approvals = %v, want %s naming %s", cancelled, review.GetApprovalId(), version43)
 	}
 	// The cancelled approval cannot be decided.
-	_, err = w.k.DecideApproval(w.ctx, "approver", review.ApprovalID, true, "")
+	_, err = w.k.DecideApproval(w.ctx, "approver", review.GetApprovalId(), true, "")
 	wantRefusal(t, err, authority.ErrStale, "APPROVAL_NOT_PENDING")
 
 	// A proposal citing the evidence read at v42 is stale.
@@ -171,8 +173,8 @@ func TestStateChangeCancelsReach(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_REVIEW", []string{"STATE_VERSION_CHANGED"}}, verdictOf(d)); diff != "" {
 		t.Errorf("old evidence (-want +got):\n%s", diff)
 	}
-	if d.Capability != nil || d.ApprovalID != "" {
-		t.Errorf("stale evidence gave capability=%v approval=%q", d.Capability != nil, d.ApprovalID)
+	if d.GetCapability() != nil || d.GetApprovalId() != "" {
+		t.Errorf("stale evidence gave capability=%v approval=%q", d.GetCapability() != nil, d.GetApprovalId())
 	}
 
 	commitments, err := w.k.Commitments(w.ctx, task)
@@ -192,13 +194,13 @@ func TestStateChangeBlocksRedemption(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
 	d, c := w.allowed(task)
-	w.redeemed(d.Capability, c)
-	_, rec := w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
+	w.redeemed(d.GetCapability(), c)
+	rec := w.changed(task, version43)
 	if !rec.StateChanged || len(rec.Revoked) != 0 {
 		t.Errorf("Recorded = %+v, want a state change revoking nothing already redeemed", rec)
 	}
 	// A retry of the redeemed capability is still a retry.
-	r, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+	r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || r.First {
 		t.Errorf("retry after state change = %+v, %v; want a retry", r, err)
 	}
@@ -211,30 +213,29 @@ func TestRedeem(t *testing.T) {
 
 	// Refusals before the first redemption change nothing.
 	forgedEnv := w.sign(w.kernel, &receiptv1.Capability{
-		CapabilityId: "cap-never-issued", TaskId: task, Action: c.GetAction(), IdempotencyKey: "idem-x",
+		CapabilityId: "cap-never-issued", TaskId: task, Call: c.GetCall(), IdempotencyKey: "idem-x",
 		ExpiresAt: timestamppb.New(start.Add(time.Hour)),
 	})
 	byAdapter := w.sign(w.action, c)
 	refusals := []struct {
 		name   string
 		env    *receiptv1.Envelope
-		action *contractv1.Action
+		holder string
 		key    string
 		kind   error
 		reason string
 	}{
-		{"flipped byte", flip(d.Capability), c.GetAction(), c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
-		{"signed by an adapter", byAdapter, c.GetAction(), c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
-		{"no capability", nil, c.GetAction(), c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
-		{"different amount", d.Capability, refund(1741, subject), c.GetIdempotencyKey(), authority.ErrDenied, "EFFECT_OUTSIDE_CAPABILITY"},
-		{"different payee", d.Capability, refund(1740, "employee-9"), c.GetIdempotencyKey(), authority.ErrDenied, "EFFECT_OUTSIDE_CAPABILITY"},
-		{"different idempotency key", d.Capability, c.GetAction(), "idem-other", authority.ErrInvalid, "IDEMPOTENCY_KEY_MISMATCH"},
-		{"never issued", forgedEnv, c.GetAction(), "idem-x", authority.ErrNotFound, "CAPABILITY_UNKNOWN"},
+		{"flipped byte", flip(d.GetCapability()), agentName, c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
+		{"signed by an adapter", byAdapter, agentName, c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
+		{"no capability", nil, agentName, c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_INVALID"},
+		{"presented by another agent", d.GetCapability(), "agent-b", c.GetIdempotencyKey(), authority.ErrDenied, "CAPABILITY_NOT_HOLDER"},
+		{"different idempotency key", d.GetCapability(), agentName, "idem-other", authority.ErrInvalid, "IDEMPOTENCY_KEY_MISMATCH"},
+		{"never issued", forgedEnv, "", "idem-x", authority.ErrNotFound, "CAPABILITY_UNKNOWN"},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(w.entries())
-			_, err := w.k.Redeem(w.ctx, tt.env, tt.action, tt.key)
+			_, err := w.k.Redeem(w.ctx, tt.env, tt.key, tt.holder)
 			wantRefusal(t, err, tt.kind, tt.reason)
 			if after := len(w.entries()); after != before {
 				t.Errorf("a refused redemption journaled %d entries", after-before)
@@ -243,7 +244,7 @@ func TestRedeem(t *testing.T) {
 	}
 
 	before := len(w.entries())
-	first, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+	first, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || !first.First {
 		t.Fatalf("first Redeem = %+v, %v", first, err)
 	}
@@ -253,7 +254,7 @@ func TestRedeem(t *testing.T) {
 	if diff := cmp.Diff([]string{"redeem"}, kinds(w.entries()[before:])); diff != "" {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
-	again, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+	again, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || again.First {
 		t.Fatalf("second Redeem = %+v, %v; want a retry", again, err)
 	}
@@ -262,13 +263,13 @@ func TestRedeem(t *testing.T) {
 		t.Fatalf("RecordEffect: %v", err)
 	}
 	// Still open: a retry is allowed.
-	if r, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey()); err != nil || r.First {
+	if r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
 		t.Fatalf("Redeem after effect = %+v, %v; want a retry", r, err)
 	}
 	if _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
 		t.Fatalf("RecordReadback: %v", err)
 	}
-	_, err = w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+	_, err = w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_USED")
 }
 
@@ -288,7 +289,7 @@ func TestRedeemExpired(t *testing.T) {
 			w.canonicalTask(task)
 			d, c := w.allowed(task)
 			w.clock.Advance(tt.advance)
-			r, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+			r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 			if tt.ok {
 				if err != nil || !r.First {
 					t.Fatalf("Redeem = %+v, %v; want first", r, err)
@@ -319,7 +320,7 @@ func TestRecordEffect(t *testing.T) {
 	// Before redemption.
 	_, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1"))
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_NOT_REDEEMED")
-	w.redeemed(d.Capability, c)
+	w.redeemed(d.GetCapability(), c)
 
 	wrongSigner := w.sign(w.evidence, &receiptv1.EffectReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: c.GetIdempotencyKey()})
 	otherKey := w.sign(w.action, &receiptv1.EffectReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: "idem-other"})
@@ -369,10 +370,10 @@ func TestRecordEffectOtherAction(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
 	d, c := w.allowed(task)
-	w.redeemed(d.Capability, c)
+	w.redeemed(d.GetCapability(), c)
 	env := w.sign(w.action, &receiptv1.EffectReceipt{
 		ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: c.GetIdempotencyKey(),
-		Action: refund(9999, "employee-9"), Destination: "other_customer", Issuer: actionID,
+		Call: refund(9999, "employee-9"), Destination: "other_customer", Issuer: actionID,
 	})
 	_, err := w.k.RecordEffect(w.ctx, actionID, env)
 	wantRefusal(t, err, authority.ErrInvalid, "RECEIPT_MISMATCH")
@@ -392,7 +393,7 @@ func TestRecordReadback(t *testing.T) {
 			w := newWorld(t)
 			w.canonicalTask(task)
 			d, c := w.allowed(task)
-			w.redeemed(d.Capability, c)
+			w.redeemed(d.GetCapability(), c)
 
 			// Before the effect.
 			_, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", tt.status))
@@ -456,13 +457,13 @@ func TestLateOldEvidenceDoesNotRollBackState(t *testing.T) {
 	w.canonicalTask(task)
 	old := w.sign(w.evidence, w.evidenceReceipt(task)) // read at v42, not yet recorded
 	w.clock.Advance(time.Minute)
-	w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
+	w.changed(task, version43)
 	w.clock.Advance(time.Second)
 	if _, err := w.k.RecordEvidence(w.ctx, evidenceID, old); err != nil {
 		t.Fatalf("RecordEvidence of the late receipt: %v", err)
 	}
 	d := w.submit(proposal(task, refund(1740, subject), old))
-	if d.Capability != nil {
+	if d.GetCapability() != nil {
 		t.Fatalf("a late v42 receipt rolled the record back from v43 and the kernel granted on it: %+v", verdictOf(d))
 	}
 	if diff := cmp.Diff(verdict{"OUTCOME_REVIEW", []string{"STATE_VERSION_CHANGED"}}, verdictOf(d)); diff != "" {

@@ -19,16 +19,16 @@ func TestTaskBelongsToOneAgent(t *testing.T) {
 	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
 	_, err = w.k.SelfView(w.ctx, other, task, []string{"commitments"})
 	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
-	_, err = w.k.AuthorizeRead(w.ctx, authority.Read{Agent: other, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
+	_, err = w.k.AuthorizeRead(w.ctx, authority.Read{Agent: other, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
 	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
 	_, err = w.k.BoundaryChange(w.ctx, other, task, "let me in")
 	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
-	if d := w.submit(proposal(task, refund(1740, subject), env)); d.Capability == nil {
+	if d := w.submit(proposal(task, refund(1740, subject), env)); d.GetCapability() == nil {
 		t.Errorf("the task's own agent: %+v", verdictOf(d))
 	}
 
 	_, err = w.k.BindTask(w.ctx, "governance", task, "CTR-"+task, "")
-	wantRefusal(t, err, authority.ErrInvalid, "INVALID_BINDING")
+	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
 	// Rebinding the task to another agent takes the first agent's reach.
 	if _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-"+task, other); err != nil {
 		t.Fatal(err)

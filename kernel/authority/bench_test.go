@@ -39,7 +39,7 @@ func BenchmarkSubmit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d, err := k.Submit(w.ctx, p)
-		if err != nil || d.Capability == nil {
+		if err != nil || d.GetCapability() == nil {
 			b.Fatalf("%v %v", d, err)
 		}
 	}
@@ -54,7 +54,7 @@ func BenchmarkSubmitParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if d, err := k.Submit(w.ctx, p); err != nil || d.Capability == nil {
+			if d, err := k.Submit(w.ctx, p); err != nil || d.GetCapability() == nil {
 				b.Errorf("%v %v", d, err)
 				return
 			}

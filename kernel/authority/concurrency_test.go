@@ -87,7 +87,7 @@ func TestConcurrentRedeemOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := w.k.Redeem(w.ctx, proto.CloneOf(d.Capability), proto.CloneOf(c.GetAction()), c.GetIdempotencyKey())
+			r, err := w.k.Redeem(w.ctx, proto.CloneOf(d.GetCapability()), c.GetIdempotencyKey(), agentName)
 			firsts[i], errs[i] = r.First, err
 			if err == nil && r.Commitment.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED {
 				errs[i] = fmt.Errorf("commitment %s", r.Commitment.GetStatus())
@@ -142,11 +142,13 @@ func TestConcurrentStateChangeAndSubmit(t *testing.T) {
 		_, errs[n] = w.k.RecordEvidence(w.ctx, evidenceID, changed)
 	}()
 	wg.Wait()
-	for i, err := range errs {
+	for i, err := range errs[:n] {
 		if err != nil {
 			t.Errorf("call %d: %v", i, err)
 		}
 	}
+	// The change is noted; the read itself is refused to the stale task.
+	wantRefusal(t, errs[n], authority.ErrStale, "STATE_VERSION_CHANGED")
 	list, err := w.k.Commitments(w.ctx, task)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +204,7 @@ func TestLedgerFollowsCommitsUnderRefusals(t *testing.T) {
 			t.Fatalf("round %d: %s is %s after its supersession returned, want DEPRECATED", i, old, got)
 		}
 		d := w.submit(proposal(taskID, refund(1740, subject), env))
-		if d.Capability != nil || verdictOf(d).Outcome == "OUTCOME_ALLOW" {
+		if d.GetCapability() != nil || verdictOf(d).Outcome == "OUTCOME_ALLOW" {
 			t.Fatalf("round %d: a proposal under the superseded %s was allowed: %v", i, old, verdictOf(d))
 		}
 	}

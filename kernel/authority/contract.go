@@ -15,6 +15,7 @@ import (
 // content hash, so a contract is compiled once however often it is used;
 // it holds content only, because several items may hold the same bytes.
 type compiled struct {
+	*contract.Compiled
 	hash  string
 	proto *contractv1.Contract
 	eval  *evaluate.Contract
@@ -39,6 +40,15 @@ func (b *bound) actor(taskID, agent string) error {
 
 // canonical reports whether the contract may grant anything.
 func (b *bound) canonical() bool { return b.class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL }
+
+// classIfNotCanonical is the class the evaluator must see: "" for a
+// canonical contract.
+func (b *bound) classIfNotCanonical() string {
+	if b.canonical() {
+		return ""
+	}
+	return b.class.String()
+}
 
 // taskContract returns the contract a task is bound to, with its current
 // ledger class.
@@ -66,14 +76,11 @@ func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compile
 	if v, ok := k.compile.Load(hash); ok {
 		return v.(*compiled), nil
 	}
-	ev, err := contract.Compile(c)
+	cc0, err := contract.Compile(c)
 	if err != nil {
 		return nil, fmt.Errorf("contract item %q: %w", itemID, err)
 	}
-	if r := c.GetBinding().GetRecord(); r != nil {
-		ev.Record = r.GetSource() + "/" + r.GetKey()
-	}
-	cc := &compiled{hash: hash, proto: c, eval: ev}
+	cc := &compiled{Compiled: cc0, hash: hash, proto: c, eval: cc0.Eval}
 	k.compile.Store(hash, cc)
 	return cc, nil
 }

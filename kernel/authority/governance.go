@@ -179,7 +179,7 @@ func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, s
 // outstanding capabilities.
 func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent string) (canon.Classified, error) {
 	if taskID == "" || itemID == "" || agent == "" {
-		return canon.Classified{}, refuse(ErrInvalid, "INVALID_BINDING", "task_id, contract_item_id and agent are required")
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "task_id, contract_item_id and agent are required")
 	}
 	c, ok := k.ledger.item(itemID)
 	switch {
@@ -279,8 +279,9 @@ func (k *Kernel) Commitments(ctx context.Context, taskID string) ([]*agentv1.Com
 	var out []*agentv1.Commitment
 	err := k.store.View(ctx, func(tx *store.Tx) error {
 		caps, err := tx.Capabilities(taskID)
+		now := k.clock()
 		for _, c := range caps {
-			out = append(out, commitment(c))
+			out = append(out, commitment(c, now))
 		}
 		return err
 	})

@@ -37,7 +37,7 @@ func TestBindTaskFirstTime(t *testing.T) {
 	if _, err := w.k.BindTask(w.ctx, "governance", task, id, agentName); err != nil {
 		t.Errorf("rebinding to the same item: %v", err)
 	}
-	if _, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}); err != nil {
+	if _, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}}); err != nil {
 		t.Errorf("AuthorizeRead after binding: %v", err)
 	}
 }
@@ -85,7 +85,7 @@ func TestProposeAndPromoteRefusals(t *testing.T) {
 		{"promote unknown item", func() error { _, err := w.k.PromoteItem(w.ctx, owner, "CTR-nope"); return err }, authority.ErrNotFound, "LEDGER_UNKNOWN_ITEM"},
 		{"bind unknown item", func() error { _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-nope", agentName); return err }, authority.ErrNotFound, "ITEM_NOT_FOUND"},
 		{"bind to another task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "other-task", id, agentName); return err }, authority.ErrInvalid, "BINDING_MISMATCH"},
-		{"bind without task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "", id, agentName); return err }, authority.ErrInvalid, "INVALID_BINDING"},
+		{"bind without task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "", id, agentName); return err }, authority.ErrInvalid, "INVALID_REQUEST"},
 		{"supersede by an unknown item", func() error { _, _, err := w.k.SupersedeItem(w.ctx, "governance", id, "CTR-nope"); return err }, authority.ErrNotFound, "LEDGER_UNKNOWN_ITEM"},
 		{"derive without child id", func() error { _, err := w.k.DeriveHandoff(w.ctx, owner, id, "", nil); return err }, authority.ErrInvalid, "INVALID_ITEM"},
 	}
@@ -137,7 +137,7 @@ func TestSupersedeItem(t *testing.T) {
 	}
 
 	// Its outstanding capability was revoked.
-	_, err = w.k.Redeem(w.ctx, w.sign(w.kernel, c), c.GetAction(), c.GetIdempotencyKey())
+	_, err = w.k.Redeem(w.ctx, w.sign(w.kernel, c), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
 	commitments, err := w.k.Commitments(w.ctx, task)
 	if err != nil {
@@ -153,7 +153,7 @@ func TestSupersedeItem(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_REVIEW", []string{"CONTRACT_NOT_CANONICAL"}}, verdictOf(d)); diff != "" {
 		t.Errorf("under the deprecated contract (-want +got):\n%s", diff)
 	}
-	if d.Capability != nil {
+	if d.GetCapability() != nil {
 		t.Error("a deprecated contract issued a capability")
 	}
 
@@ -179,7 +179,7 @@ func TestSupersedeItem(t *testing.T) {
 	// Rebinding the task to the replacement restores its reach.
 	w.bind(task, "CTR-v2")
 	env2, _ := w.read(task)
-	if d := w.submit(proposal(task, refund(1740, subject), env2)); d.Capability == nil {
+	if d := w.submit(proposal(task, refund(1740, subject), env2)); d.GetCapability() == nil {
 		t.Errorf("under the replacement: %+v, want ALLOW", verdictOf(d))
 	}
 	// A superseded item cannot be promoted or superseded again.
@@ -266,8 +266,8 @@ func TestRestartReplaysLedger(t *testing.T) {
 		t.Errorf("classes after restart (-want +got):\n%s", diff)
 	}
 	// The capability issued before the restart is redeemed once after it.
-	w.redeemed(d.Capability, c)
-	if r, err := w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey()); err != nil || r.First {
+	w.redeemed(d.GetCapability(), c)
+	if r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
 		t.Errorf("second redemption after restart = %+v, %v", r, err)
 	}
 	if rep, err := w.k.VerifyLog(w.ctx); err != nil || !rep.OK {
@@ -294,7 +294,7 @@ func TestDeriveHandoff(t *testing.T) {
 	filter := &ledgerv1.HandoffFilter{
 		Fields:       []string{"claim_id", "receipt_total", "salary"},
 		Sources:      []string{claimsDB, "hr_db"},
-		ActionTypes:  []string{"refund", "email_attachment"},
+		Tools:        []string{"refund", "email_attachment"},
 		Destinations: []string{"claimant", "external"},
 		VisibleFacts: []string{"uncertainty", "credentials"},
 		MaxAmount:    &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 3000},
@@ -316,8 +316,18 @@ func TestDeriveHandoff(t *testing.T) {
 		}
 	}
 	subset("fields", cc.GetEvidence().GetFields(), pc.GetEvidence().GetFields())
-	subset("action types", cc.GetAction().GetActionTypes(), pc.GetAction().GetActionTypes())
-	subset("destinations", cc.GetAction().GetDestinations(), pc.GetAction().GetDestinations())
+	for _, tool := range cc.GetAction().GetTools() {
+		i := slices.IndexFunc(pc.GetAction().GetTools(), func(p *contractv1.ToolGrant) bool { return p.GetName() == tool.GetName() })
+		if i < 0 {
+			t.Errorf("child has tool %q, which the parent does not grant", tool.GetName())
+			continue
+		}
+		for _, d := range tool.GetDestinations() {
+			if !slices.ContainsFunc(pc.GetAction().GetTools()[i].GetDestinations(), func(p *contractv1.DestinationClass) bool { return p.GetName() == d.GetName() }) {
+				t.Errorf("child tool %s reaches %q, which the parent does not grant", tool.GetName(), d.GetName())
+			}
+		}
+	}
 	subset("visible facts", cc.GetReflexive().GetVisibleFacts(), pc.GetReflexive().GetVisibleFacts())
 	var sources []string
 	for _, s := range cc.GetEvidence().GetSources() {
@@ -358,7 +368,7 @@ func TestDeriveHandoffChildCanBecomeCanonical(t *testing.T) {
 	parent := w.canonicalTask(task)
 	filter := &ledgerv1.HandoffFilter{
 		Fields: []string{"claim_id", "claimant_id", "receipt_total"}, Sources: []string{claimsDB},
-		ActionTypes: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"uncertainty"},
+		Tools: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"uncertainty"},
 	}
 	if _, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter); err != nil {
 		t.Fatalf("DeriveHandoff: %v", err)
@@ -370,7 +380,7 @@ func TestDeriveHandoffChildCanBecomeCanonical(t *testing.T) {
 	}
 	w.bind("child-task", "CTR-child")
 	env, _ := w.read("child-task")
-	if d := w.submit(proposal("child-task", refund(1740, subject), env)); d.Capability == nil {
+	if d := w.submit(proposal("child-task", refund(1740, subject), env)); d.GetCapability() == nil {
 		t.Errorf("child task: %+v, want ALLOW", verdictOf(d))
 	}
 }

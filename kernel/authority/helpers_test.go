@@ -21,8 +21,10 @@ import (
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -148,7 +150,7 @@ func (w *world) newKernel(st *store.Store) *authority.Kernel {
 // at claims-v42, valid for two days from the test clock's start.
 func coupledContract(t testing.TB, taskID string, edits ...func(*contractv1.Contract)) *contractv1.Contract {
 	t.Helper()
-	c, err := contract.Profile("coupled")
+	c, err := contract.Profile("coupled-strict")
 	if err != nil {
 		t.Fatalf("profile: %v", err)
 	}
@@ -250,6 +252,9 @@ func (w *world) evidenceReceipt(taskID string, edits ...func(*receiptv1.Evidence
 		ContentHash:  "sha256:0f1e2d",
 		Provenance:   contractv1.Provenance_PROVENANCE_TRUSTED,
 		Issuer:       evidenceID,
+		Values: mustStruct(map[string]any{
+			"claim_id": claimKey, "claimant_id": subject, "receipt_total": "17.40",
+		}),
 	}
 	for _, e := range edits {
 		e(r)
@@ -271,12 +276,12 @@ func (w *world) sign(s *envelope.Signer, m proto.Message) *receiptv1.Envelope {
 func (w *world) read(taskID string, edits ...func(*receiptv1.EvidenceReceipt)) (*receiptv1.Envelope, authority.Recorded) {
 	w.t.Helper()
 	r := w.evidenceReceipt(taskID, edits...)
-	prov, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: taskID, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
+	g, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: taskID, Purpose: purpose, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
 	if err != nil {
 		w.t.Fatalf("AuthorizeRead: %v", err)
 	}
-	if prov != contractv1.Provenance_PROVENANCE_TRUSTED {
-		w.t.Fatalf("AuthorizeRead provenance = %s, want TRUSTED", prov)
+	if g.GetProvenance() != contractv1.Provenance_PROVENANCE_TRUSTED {
+		w.t.Fatalf("AuthorizeRead provenance = %s, want TRUSTED", g.GetProvenance())
 	}
 	env := w.sign(w.evidence, r)
 	rec, err := w.k.RecordEvidence(w.ctx, evidenceID, env)
@@ -286,15 +291,18 @@ func (w *world) read(taskID string, edits ...func(*receiptv1.EvidenceReceipt)) (
 	return env, rec
 }
 
-// refund is the demo refund of claim C-1001.
-func refund(minor int64, payee string) *contractv1.Action {
-	return &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{
-		ClaimId: claimKey, Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: minor}, PayeeId: payee, ReasonCode: "expense",
-	}}}
+// refund is the demo refund of claim C-1001, as the agent writes it.
+func refund(minor int64, payee string) *contractv1.ToolCall {
+	return refundOf(claimKey, minor, payee)
 }
 
-func proposal(taskID string, a *contractv1.Action, ev ...*receiptv1.Envelope) authority.Proposal {
-	return authority.Proposal{Agent: agentName, TaskID: taskID, Purpose: purpose, Action: a, Evidence: ev}
+func refundOf(claim string, minor int64, payee string) *contractv1.ToolCall {
+	return &contractv1.ToolCall{Tool: "refund", ArgumentsJson: fmt.Sprintf(
+		`{"claim_id": %q, "amount": {"currency_code": "GBP", "minor_units": %d}, "payee_id": %q, "reason_code": "expense"}`, claim, minor, payee)}
+}
+
+func proposal(taskID string, c *contractv1.ToolCall, ev ...*receiptv1.Envelope) authority.Proposal {
+	return authority.Proposal{Agent: agentName, TaskID: taskID, Purpose: purpose, Call: c, Evidence: ev}
 }
 
 func (w *world) submit(p authority.Proposal) *authority.Decided {
@@ -315,7 +323,7 @@ func (w *world) allowed(taskID string) (*authority.Decided, *receiptv1.Capabilit
 	if got := verdictOf(d); got.Outcome != "OUTCOME_ALLOW" {
 		w.t.Fatalf("Submit = %+v, want ALLOW", got)
 	}
-	return d, w.openCapability(d.Capability)
+	return d, w.openCapability(d.GetCapability())
 }
 
 func (w *world) openCapability(env *receiptv1.Envelope) *receiptv1.Capability {
@@ -331,7 +339,7 @@ func (w *world) openCapability(env *receiptv1.Envelope) *receiptv1.Capability {
 func (w *world) effect(c *receiptv1.Capability, id string) *receiptv1.Envelope {
 	return w.sign(w.action, &receiptv1.EffectReceipt{
 		ReceiptId: id, CapabilityId: c.GetCapabilityId(), TaskId: c.GetTaskId(), IdempotencyKey: c.GetIdempotencyKey(),
-		Action: c.GetAction(), Destination: c.GetDestination(), RecordRef: "payments/PAY-1",
+		Call: c.GetCall(), Destination: c.GetDestination(), RecordRef: "payments/PAY-1",
 		ExecutedAt: timestamppb.New(w.clock.Now()), Issuer: actionID,
 	})
 }
@@ -348,7 +356,7 @@ func (w *world) readback(c *receiptv1.Capability, id, effectID string, status re
 // redeemed redeems c for its own effect and fails unless it is the first.
 func (w *world) redeemed(env *receiptv1.Envelope, c *receiptv1.Capability) {
 	w.t.Helper()
-	r, err := w.k.Redeem(w.ctx, env, c.GetAction(), c.GetIdempotencyKey())
+	r, err := w.k.Redeem(w.ctx, env, c.GetIdempotencyKey(), agentName)
 	if err != nil || !r.First {
 		w.t.Fatalf("Redeem = %+v, %v; want first", r, err)
 	}
@@ -361,9 +369,9 @@ type verdict struct {
 }
 
 func verdictOf(d *authority.Decided) verdict {
-	v := verdict{Outcome: d.Decision.GetOutcome().String()}
-	for _, r := range d.Decision.GetReasons() {
-		v.Codes = append(v.Codes, r.GetCode())
+	v := verdict{Outcome: d.GetDecision().GetOutcome().String()}
+	for _, r := range d.GetDecision().GetReasons() {
+		v.Codes = append(v.Codes, contract.CodeName(r.GetCode()))
 	}
 	return v
 }
@@ -411,3 +419,61 @@ func flip(env *receiptv1.Envelope) *receiptv1.Envelope {
 type journalEntry = journal.Entry
 
 func timestampAt(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+func mustStruct(m map[string]any) *structpb.Struct {
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// emailTool grants email_attachment to any recipient (destination
+// "external").
+func emailTool() *contractv1.ToolGrant {
+	schema, err := structpb.NewStruct(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"recipient": map[string]any{"type": "string"},
+			"fields":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		},
+		"required": []any{"recipient"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return &contractv1.ToolGrant{Name: "email_attachment", InputSchema: schema,
+		Destinations: []*contractv1.DestinationClass{{Name: "external", When: "true"}}}
+}
+
+func emailCall(recipient string) *contractv1.ToolCall {
+	return &contractv1.ToolCall{Tool: "email_attachment", ArgumentsJson: fmt.Sprintf(`{"recipient": %q}`, recipient)}
+}
+
+// refundIn is the C-1001 refund in any currency and amount.
+func refundIn(currency string, minor int64) *contractv1.ToolCall {
+	return &contractv1.ToolCall{Tool: "refund", ArgumentsJson: fmt.Sprintf(
+		`{"claim_id": %q, "amount": {"currency_code": %q, "minor_units": %d}, "payee_id": %q}`, claimKey, currency, minor, subject)}
+}
+
+// canonicalOf is a call as a capability binds it.
+func canonicalOf(c *contractv1.ToolCall) *contractv1.ToolCall {
+	call, err := toolcall.Parse(c.GetTool(), c.GetArgumentsJson())
+	if err != nil {
+		panic(err)
+	}
+	return &contractv1.ToolCall{Tool: call.Tool, ArgumentsJson: call.Canonical()}
+}
+
+// changed plays the evidence adapter reading the bound record at a new
+// version: the kernel notes the change (revoking what depended on the old
+// one) and refuses to release the read to a task bound to the old version.
+func (w *world) changed(taskID, version string) authority.Recorded {
+	w.t.Helper()
+	rec, err := w.k.RecordEvidence(w.ctx, evidenceID, w.sign(w.evidence, w.evidenceReceipt(taskID, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version })))
+	var r *authority.Refusal
+	if !errors.As(err, &r) || r.Reason != "STATE_VERSION_CHANGED" {
+		w.t.Fatalf("RecordEvidence at %s = %v, want a STATE_VERSION_CHANGED refusal", version, err)
+	}
+	return rec
+}

@@ -21,17 +21,17 @@ func TestJournalRecordsEverything(t *testing.T) {
 	env, _ := w.read(task)
 	deny := w.submit(proposal(task, refund(1740, "employee-9"), env))
 	review := w.submit(proposal(task, refund(7400, subject), env))
-	if _, err := w.k.DecideApproval(w.ctx, "approver", review.ApprovalID, true, ""); err != nil {
+	if _, err := w.k.DecideApproval(w.ctx, "approver", review.GetApprovalId(), true, ""); err != nil {
 		t.Fatal(err)
 	}
 	p := proposal(task, refund(7400, subject), env)
-	p.ApprovalID = review.ApprovalID
+	p.ApprovalID = review.GetApprovalId()
 	allow := w.submit(p)
-	if allow.Capability == nil {
+	if allow.GetCapability() == nil {
 		t.Fatalf("with approval: %+v", verdictOf(allow))
 	}
-	c := w.openCapability(allow.Capability)
-	w.redeemed(allow.Capability, c)
+	c := w.openCapability(allow.GetCapability())
+	w.redeemed(allow.GetCapability(), c)
 	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +54,11 @@ func TestJournalRecordsEverything(t *testing.T) {
 		{"canon", "CTR-" + task}, // promote
 		{"task.bind", task},
 		{"evidence", "ev-0001"},
-		{"decision", deny.DecisionID},
-		{"decision", review.DecisionID},
-		{"approval.decide", review.ApprovalID},
+		{"decision", deny.GetDecisionId()},
+		{"decision", review.GetDecisionId()},
+		{"approval.decide", review.GetApprovalId()},
 		{"capability", c.GetCapabilityId()},
-		{"decision", allow.DecisionID},
+		{"decision", allow.GetDecisionId()},
 		{"redeem", c.GetCapabilityId()},
 		{"effect", "eff-1"},
 		{"readback", "rb-1"},
@@ -84,9 +84,9 @@ func TestJournalRecordsEverything(t *testing.T) {
 		kind, ref string
 		env       *receiptv1.Envelope
 	}{
-		{"decision", allow.DecisionID, allow.Receipt},
-		{"decision", deny.DecisionID, deny.Receipt},
-		{"capability", c.GetCapabilityId(), allow.Capability},
+		{"decision", allow.GetDecisionId(), allow.GetDecisionReceipt()},
+		{"decision", deny.GetDecisionId(), deny.GetDecisionReceipt()},
+		{"capability", c.GetCapabilityId(), allow.GetCapability()},
 		{"evidence", "ev-0001", env},
 	} {
 		if diff := cmp.Diff(d.env, body(d.kind, d.ref), protocmp.Transform()); diff != "" {
@@ -140,15 +140,14 @@ func TestRevokeStaysInItsTask(t *testing.T) {
 	w := newWorld(t)
 	open := func(c *contractv1.Contract) {
 		c.Binding.Subject, c.Binding.StateVersion, c.Binding.Record = "*", "*", nil
-		c.Action.ActionTypes = []string{"refund", "email_attachment"}
-		c.Action.Destinations = []string{"claimant", "external"}
+		c.Action.Tools = append(c.Action.Tools, emailTool())
 		c.Coupling.RequireTrustedCorroboration = false
 	}
 	w.canonicalTask("mail-a", open)
 	w.canonicalTask("mail-b", open)
-	email := &contractv1.Action{Kind: &contractv1.Action_EmailAttachment{EmailAttachment: &contractv1.EmailAttachment{Recipient: "finance@example.com"}}}
+	email := emailCall("finance@example.com")
 	d := w.submit(proposal("mail-a", email))
-	if d.Capability == nil {
+	if d.GetCapability() == nil {
 		t.Fatalf("mail-a: %+v, want ALLOW", verdictOf(d))
 	}
 

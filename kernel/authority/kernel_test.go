@@ -40,7 +40,7 @@ func TestReadbackVerdicts(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
 	d, c := w.allowed(task)
-	w.redeemed(d.Capability, c)
+	w.redeemed(d.GetCapability(), c)
 	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestReadbackVerdicts(t *testing.T) {
 	if n := len(w.entries()) - before; n != 1 {
 		t.Errorf("the later readback journaled %d entries, want 1", n)
 	}
-	_, err = w.k.Redeem(w.ctx, d.Capability, c.GetAction(), c.GetIdempotencyKey())
+	_, err = w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_CLOSED")
 }
 

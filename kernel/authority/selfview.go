@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/capability"
+	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -24,7 +27,7 @@ var answerable = []string{"capabilities", "uncertainty", "commitments", "expiry"
 // task's reflexive aperture makes every one of them visible.
 func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []string) (*agentv1.GetSelfViewResponse, error) {
 	if taskID == "" || len(facts) == 0 {
-		return nil, refuse(ErrInvalid, "INVALID_SELF_VIEW", "task_id and at least one fact are required")
+		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "task_id and at least one fact are required")
 	}
 	out := &agentv1.GetSelfViewResponse{}
 	err := k.store.View(ctx, func(tx *store.Tx) error {
@@ -55,9 +58,7 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 		for _, f := range facts {
 			switch f {
 			case "capabilities":
-				if out.Capabilities, err = k.available(tx, b, taskID, now); err != nil {
-					return err
-				}
+				k.capabilities(out, b, caps, now)
 			case "uncertainty":
 				if out.Uncertainty, err = k.uncertainty(tx, b, taskID, caps, now); err != nil {
 					return err
@@ -65,7 +66,7 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 			case "commitments":
 				out.Commitments = []*agentv1.Commitment{}
 				for _, c := range caps {
-					out.Commitments = append(out.Commitments, commitment(c))
+					out.Commitments = append(out.Commitments, commitment(c, now))
 				}
 			case "expiry":
 				out.ExpiresAt = timestamppb.New(b.eval.ValidUntil)
@@ -80,21 +81,41 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 	return out, nil
 }
 
-// available lists the action types the agent could still propose: none
-// under a non-canonical or expired contract or once the count is used up.
-// No limit is revealed.
-func (k *Kernel) available(tx *store.Tx, b *bound, taskID string, now time.Time) ([]string, error) {
-	if !b.canonical() || now.After(b.eval.ValidUntil) {
-		return []string{}, nil
+// capabilities answers the capabilities fact: the tools the agent could
+// still call (none under a non-canonical or expired contract or once the
+// count is used up), their argument schemas, the sources it may read and
+// the task's record and purpose. No limit is revealed. Expiry is judged at
+// now, so a capability past its expiry no longer counts even before a
+// write marks it.
+func (k *Kernel) capabilities(out *agentv1.GetSelfViewResponse, b *bound, caps []store.Capability, now time.Time) {
+	out.Capabilities = []string{}
+	out.Purpose = b.eval.Purpose
+	if r := b.proto.GetBinding().GetRecord(); r != nil {
+		out.Record = proto.CloneOf(r)
 	}
-	used, _, err := tx.Usage(taskID, "", now)
-	if err != nil {
-		return nil, err
+	if !b.canonical() || now.After(b.eval.ValidUntil) {
+		return
+	}
+	var used int32
+	for _, c := range caps {
+		if capability.Counts(capability.Effective(c.Status, c.ExpiresAt, now)) {
+			used++
+		}
+	}
+	for _, s := range b.proto.GetEvidence().GetSources() {
+		spec := &agentv1.SourceSpec{Name: s.GetName(), Provenance: s.GetProvenance(), Quarantined: slices.Clone(s.GetQuarantined())}
+		if spec.Fields = contract.SourceFields(s); spec.Fields == nil {
+			spec.Fields = slices.Clone(b.eval.Fields)
+		}
+		out.Sources = append(out.Sources, spec)
 	}
 	if used >= b.eval.MaxActions {
-		return []string{}, nil
+		return
 	}
-	return slices.Clone(b.eval.ActionTypes), nil
+	for _, t := range b.proto.GetAction().GetTools() {
+		out.Capabilities = append(out.Capabilities, t.GetName())
+		out.Tools = append(out.Tools, &agentv1.ToolSpec{Name: t.GetName(), Description: t.GetDescription(), InputSchema: proto.CloneOf(t.GetInputSchema())})
+	}
 }
 
 func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {
@@ -115,7 +136,7 @@ func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store
 		}
 	}
 	for _, c := range caps {
-		switch c.Status {
+		switch capability.Effective(c.Status, c.ExpiresAt, now) {
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED:
 			out = append(out, fmt.Sprintf("capability %s revoked: %s", c.CapabilityID, c.Note))
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED:

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
-	"github.com/ambitkernel/ambit/kernel/contract"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
@@ -31,8 +30,21 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 		Commitments:  []*agentv1.Commitment{},
 		ExpiresAt:    timestampAt(start.Add(48 * time.Hour)),
 	}
-	if diff := cmp.Diff(want, fresh, protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(want, fresh, protocmp.Transform(),
+		protocmp.IgnoreFields(&agentv1.GetSelfViewResponse{}, "tools", "sources", "record", "purpose")); diff != "" {
 		t.Errorf("fresh task (-want +got):\n%s", diff)
+	}
+	// With the capabilities come the tools to list, the sources to read,
+	// and the record and purpose to name.
+	if len(fresh.GetTools()) != 1 || fresh.GetTools()[0].GetName() != "refund" ||
+		fresh.GetTools()[0].GetInputSchema().GetFields()["type"].GetStringValue() != "object" {
+		t.Errorf("tools = %v, want refund with its schema", fresh.GetTools())
+	}
+	if len(fresh.GetSources()) != 2 || fresh.GetSources()[0].GetName() != claimsDB || len(fresh.GetSources()[0].GetFields()) != 5 {
+		t.Errorf("sources = %v", fresh.GetSources())
+	}
+	if fresh.GetRecord().GetKey() != claimKey || fresh.GetPurpose() != purpose {
+		t.Errorf("record %v, purpose %q", fresh.GetRecord(), fresh.GetPurpose())
 	}
 
 	// Only what was asked is answered.
@@ -56,12 +68,12 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 	}
 	if len(used.GetCommitments()) != 1 || used.GetCommitments()[0].GetCapabilityId() != c.GetCapabilityId() ||
 		used.GetCommitments()[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED ||
-		used.GetCommitments()[0].GetDecisionId() != d.DecisionID {
+		used.GetCommitments()[0].GetDecisionId() != d.GetDecisionId() {
 		t.Errorf("commitments = %v", used.GetCommitments())
 	}
 
 	// Redeemed and awaiting its effect: reported as uncertainty.
-	w.redeemed(d.Capability, c)
+	w.redeemed(d.GetCapability(), c)
 	open, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty"})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +86,7 @@ func TestSelfViewAnswersGrantedFacts(t *testing.T) {
 func TestSelfViewCapabilitiesRevealNoLimits(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task, func(c *contractv1.Contract) {
-		c.Action.ActionTypes = []string{"refund", "email_attachment"}
+		c.Action.Tools = append(c.Action.Tools, emailTool())
 		c.Action.MaxActions = 3
 	})
 	v, err := w.k.SelfView(w.ctx, agentName, task, []string{"capabilities"})
@@ -85,7 +97,7 @@ func TestSelfViewCapabilitiesRevealNoLimits(t *testing.T) {
 		t.Errorf("capabilities (-want +got):\n%s", diff)
 	}
 	for _, s := range v.GetCapabilities() {
-		if !slices.Contains(contract.ActionTypes(), s) || strings.ContainsAny(s, "0123456789") || strings.Contains(s, "GBP") {
+		if !slices.Contains([]string{"refund", "email_attachment"}, s) || strings.ContainsAny(s, "0123456789") || strings.Contains(s, "GBP") {
 			t.Errorf("capability %q is not a bare action type", s)
 		}
 	}
@@ -113,8 +125,8 @@ func TestSelfViewRefusals(t *testing.T) {
 		{"unknown fact", task, []string{"salary"}, authority.ErrDenied, "SELF_FACTS_OUTSIDE_VIEW", []string{"salary"}},
 		{"visible but never answered", "leaky-task", []string{"expiry", "policy_thresholds", "credentials"}, authority.ErrDenied, "SELF_FACTS_NEVER_ANSWERED", []string{"policy_thresholds", "credentials"}},
 		{"contract never answered", "leaky-task", []string{"contract"}, authority.ErrDenied, "SELF_FACTS_NEVER_ANSWERED", []string{"contract"}},
-		{"no facts", task, nil, authority.ErrInvalid, "INVALID_SELF_VIEW", nil},
-		{"no task", "", []string{"expiry"}, authority.ErrInvalid, "INVALID_SELF_VIEW", nil},
+		{"no facts", task, nil, authority.ErrInvalid, "INVALID_REQUEST", nil},
+		{"no task", "", []string{"expiry"}, authority.ErrInvalid, "INVALID_REQUEST", nil},
 		{"unbound task", "nope", []string{"expiry"}, authority.ErrStale, "TASK_NOT_BOUND", nil},
 	}
 	for _, tt := range tests {
@@ -139,17 +151,17 @@ func TestSelfViewUncertainty(t *testing.T) {
 	old, _ := w.read(task)
 	review := w.submit(proposal(task, refund(7400, subject), old))
 	allow := w.submit(proposal(task, refund(1740, subject), old))
-	c := w.openCapability(allow.Capability)
+	c := w.openCapability(allow.GetCapability())
 
 	v, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"approval " + review.ApprovalID + " pending"}, v.GetUncertainty()); diff != "" {
+	if diff := cmp.Diff([]string{"approval " + review.GetApprovalId() + " pending"}, v.GetUncertainty()); diff != "" {
 		t.Errorf("uncertainty (-want +got):\n%s", diff)
 	}
 
-	w.read(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 })
+	w.changed(task, version43)
 	v, err = w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty", "commitments"})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +241,7 @@ func TestBoundaryChange(t *testing.T) {
 		t.Errorf("after the request: %+v, want DENY AMOUNT_EXCEEDS_HARD_LIMIT", got)
 	}
 	var dr receiptv1.DecisionReceipt
-	if err := w.keys.Open(d.Receipt, kernelKey, &dr); err != nil {
+	if err := w.keys.Open(d.GetDecisionReceipt(), kernelKey, &dr); err != nil {
 		t.Fatal(err)
 	}
 	if dr.GetContractHash() != bound.Item.GetContentHash() || dr.GetContractItemId() != bound.Item.GetCanonItemId() {

@@ -25,18 +25,18 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_ALLOW", []string{"ALL_APERTURES_SATISFIED"}}, verdictOf(d)); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
-	if d.ApprovalID != "" {
-		t.Errorf("ApprovalID = %q on ALLOW, want none", d.ApprovalID)
+	if d.GetApprovalId() != "" {
+		t.Errorf("ApprovalID = %q on ALLOW, want none", d.GetApprovalId())
 	}
 	if c.GetCapabilityId() == "" || c.GetIdempotencyKey() == "" {
 		t.Fatalf("capability lacks id or idempotency key: %v", c)
 	}
 	want := &receiptv1.Capability{
 		CapabilityId:   c.GetCapabilityId(),
-		DecisionId:     d.DecisionID,
+		DecisionId:     d.GetDecisionId(),
 		TaskId:         task,
 		ContractHash:   item.Item.GetContentHash(),
-		Action:         refund(1740, subject),
+		Call:           canonicalOf(refund(1740, subject)),
 		Destination:    "claimant",
 		StateVersion:   version42,
 		Holder:         agentName,
@@ -57,14 +57,14 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 	// The decision receipt verifies with the kernel key and names the
 	// contract and the journal head it was decided at.
 	var dr receiptv1.DecisionReceipt
-	if err := (envelope.Keyring{kernelKey: w.keys[kernelKey]}).Open(d.Receipt, kernelKey, &dr); err != nil {
+	if err := (envelope.Keyring{kernelKey: w.keys[kernelKey]}).Open(d.GetDecisionReceipt(), kernelKey, &dr); err != nil {
 		t.Fatalf("decision receipt does not verify: %v", err)
 	}
 	// Another key does not verify it.
-	if err := (envelope.Keyring{kernelKey: w.keys[evidenceID]}).Open(d.Receipt, kernelKey, &dr); err == nil {
+	if err := (envelope.Keyring{kernelKey: w.keys[evidenceID]}).Open(d.GetDecisionReceipt(), kernelKey, &dr); err == nil {
 		t.Errorf("decision receipt verifies with the evidence adapter's key")
 	}
-	if dr.GetDecisionId() != d.DecisionID || dr.GetTaskId() != task || dr.GetAgent() != agentName {
+	if dr.GetDecisionId() != d.GetDecisionId() || dr.GetTaskId() != task || dr.GetAgent() != agentName {
 		t.Errorf("receipt ids = %q/%q/%q", dr.GetDecisionId(), dr.GetTaskId(), dr.GetAgent())
 	}
 	if dr.GetContractItemId() != "CTR-"+task || dr.GetContractHash() != item.Item.GetContentHash() {
@@ -87,7 +87,7 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 	if dr.GetLedgerHead() == "" || dr.GetLedgerHead() != es[i-1].Hash {
 		t.Errorf("ledger head = %q, want the head before the decision %q", dr.GetLedgerHead(), es[i-1].Hash)
 	}
-	if last := es[len(es)-1]; last.Kind != "decision" || last.Ref != d.DecisionID {
+	if last := es[len(es)-1]; last.Kind != "decision" || last.Ref != d.GetDecisionId() {
 		t.Errorf("last entry = %s %s, want the decision", last.Kind, last.Ref)
 	}
 }
@@ -102,24 +102,24 @@ func TestSubmitApprovalFlow(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_REVIEW", []string{"APPROVAL_REQUIRED"}}, verdictOf(d)); diff != "" {
 		t.Fatalf("verdict (-want +got):\n%s", diff)
 	}
-	if d.Capability != nil || d.ApprovalID == "" {
-		t.Fatalf("REVIEW gave capability=%v approval=%q; want none and an approval", d.Capability != nil, d.ApprovalID)
+	if d.GetCapability() != nil || d.GetApprovalId() == "" {
+		t.Fatalf("REVIEW gave capability=%v approval=%q; want none and an approval", d.GetCapability() != nil, d.GetApprovalId())
 	}
 	pending, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 1 || pending[0].GetApprovalId() != d.ApprovalID || pending[0].GetTaskId() != task {
-		t.Fatalf("pending approvals = %v, want %s", pending, d.ApprovalID)
+	if len(pending) != 1 || pending[0].GetApprovalId() != d.GetApprovalId() || pending[0].GetTaskId() != task {
+		t.Fatalf("pending approvals = %v, want %s", pending, d.GetApprovalId())
 	}
 
 	// A pending approval grants nothing.
 	p := proposal(task, over, env)
-	p.ApprovalID = d.ApprovalID
+	p.ApprovalID = d.GetApprovalId()
 	_, err = w.k.Submit(w.ctx, p)
 	wantRefusal(t, err, authority.ErrStale, "APPROVAL_NOT_APPROVED")
 
-	a, err := w.k.DecideApproval(w.ctx, "approver", d.ApprovalID, true, "receipt checked")
+	a, err := w.k.DecideApproval(w.ctx, "approver", d.GetApprovalId(), true, "receipt checked")
 	if err != nil {
 		t.Fatalf("DecideApproval: %v", err)
 	}
@@ -127,12 +127,12 @@ func TestSubmitApprovalFlow(t *testing.T) {
 		t.Fatalf("approval = %v", a)
 	}
 	// Deciding twice is refused.
-	_, err = w.k.DecideApproval(w.ctx, "approver", d.ApprovalID, false, "")
+	_, err = w.k.DecideApproval(w.ctx, "approver", d.GetApprovalId(), false, "")
 	wantRefusal(t, err, authority.ErrStale, "APPROVAL_NOT_PENDING")
 
 	// The approval is bound to exactly this effect.
 	other := proposal(task, refund(7500, subject), env)
-	other.ApprovalID = d.ApprovalID
+	other.ApprovalID = d.GetApprovalId()
 	_, err = w.k.Submit(w.ctx, other)
 	wantRefusal(t, err, authority.ErrInvalid, "APPROVAL_OTHER_EFFECT")
 	unknown := proposal(task, over, env)
@@ -144,15 +144,15 @@ func TestSubmitApprovalFlow(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_ALLOW", []string{"ALL_APERTURES_SATISFIED"}}, verdictOf(got)); diff != "" {
 		t.Fatalf("with approval (-want +got):\n%s", diff)
 	}
-	if got.Capability == nil {
+	if got.GetCapability() == nil {
 		t.Fatal("ALLOW without a capability")
 	}
 	consumed, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(consumed) != 1 || consumed[0].GetApprovalId() != d.ApprovalID {
-		t.Fatalf("consumed approvals = %v, want %s", consumed, d.ApprovalID)
+	if len(consumed) != 1 || consumed[0].GetApprovalId() != d.GetApprovalId() {
+		t.Fatalf("consumed approvals = %v, want %s", consumed, d.GetApprovalId())
 	}
 	// A consumed approval cannot be used again.
 	_, err = w.k.Submit(w.ctx, p)
@@ -164,11 +164,11 @@ func TestSubmitRejectedApproval(t *testing.T) {
 	w.canonicalTask(task)
 	env, _ := w.read(task)
 	d := w.submit(proposal(task, refund(7400, subject), env))
-	if _, err := w.k.DecideApproval(w.ctx, "approver", d.ApprovalID, false, "no receipt"); err != nil {
+	if _, err := w.k.DecideApproval(w.ctx, "approver", d.GetApprovalId(), false, "no receipt"); err != nil {
 		t.Fatal(err)
 	}
 	p := proposal(task, refund(7400, subject), env)
-	p.ApprovalID = d.ApprovalID
+	p.ApprovalID = d.GetApprovalId()
 	before := len(w.entries())
 	_, err := w.k.Submit(w.ctx, p)
 	wantRefusal(t, err, authority.ErrStale, "APPROVAL_NOT_APPROVED")
@@ -178,12 +178,10 @@ func TestSubmitRejectedApproval(t *testing.T) {
 }
 
 func TestSubmitDecisions(t *testing.T) {
-	email := &contractv1.Action{Kind: &contractv1.Action_EmailAttachment{EmailAttachment: &contractv1.EmailAttachment{
-		Recipient: "someone@example.com", Fields: []string{"claim_id"},
-	}}}
+	email := emailCall("someone@example.com")
 	tests := []struct {
 		name     string
-		action   *contractv1.Action
+		action   *contractv1.ToolCall
 		edit     func(*contractv1.Contract)
 		before   func(w *world) // runs after the evidence is read
 		want     verdict
@@ -203,7 +201,7 @@ func TestSubmitDecisions(t *testing.T) {
 		{
 			name:   "email attachment",
 			action: email,
-			want:   verdict{"OUTCOME_DENY", []string{"ACTION_TYPE_OUTSIDE_GRANT", "DESTINATION_OUTSIDE_GRANT"}},
+			want:   verdict{"OUTCOME_DENY", []string{"TOOL_OUTSIDE_GRANT", "DESTINATION_OUTSIDE_GRANT"}},
 		},
 		{
 			name:   "above the hard limit",
@@ -212,12 +210,12 @@ func TestSubmitDecisions(t *testing.T) {
 		},
 		{
 			name:   "other currency",
-			action: &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: claimKey, PayeeId: subject, Amount: &contractv1.Money{CurrencyCode: "EUR", MinorUnits: 100}}}},
+			action: refundIn("EUR", 100),
 			want:   verdict{"OUTCOME_DENY", []string{"CURRENCY_OUTSIDE_GRANT"}},
 		},
 		{
 			name:   "another claim than the bound record",
-			action: &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: "C-2002", PayeeId: subject, Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 100}}}},
+			action: refundOf("C-2002", 100, subject),
 			want:   verdict{"OUTCOME_DENY", []string{"RECORD_OUTSIDE_BINDING"}},
 			// No cited evidence concerns C-2002, so other reasons follow
 			// (see TestSubmitWithoutEvidence); only this one is pinned.
@@ -272,15 +270,15 @@ func TestSubmitDecisions(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
-			if (d.Capability != nil) != (tt.want.Outcome == "OUTCOME_ALLOW") {
-				t.Errorf("capability issued = %v for %s", d.Capability != nil, tt.want.Outcome)
+			if (d.GetCapability() != nil) != (tt.want.Outcome == "OUTCOME_ALLOW") {
+				t.Errorf("capability issued = %v for %s", d.GetCapability() != nil, tt.want.Outcome)
 			}
-			if got := d.ApprovalID != ""; got != tt.approval {
+			if got := d.GetApprovalId() != ""; got != tt.approval {
 				t.Errorf("approval created = %v, want %v", got, tt.approval)
 			}
 			// Every decision is journaled, an ALLOW with its capability.
 			want := []string{"decision"}
-			if d.Capability != nil {
+			if d.GetCapability() != nil {
 				want = []string{"capability", "decision"}
 			}
 			if diff := cmp.Diff(want, kinds(w.entries()[before:])); diff != "" {
@@ -314,29 +312,40 @@ func TestSubmitRefusalsChangeNothing(t *testing.T) {
 	rec.Fields = []string{"claim_id"}
 	resigned := w.sign(w.evidence, rec)
 
-	money := func(code string, minor int64) *contractv1.Action {
-		a := refund(1, subject)
-		a.GetRefund().Amount = &contractv1.Money{CurrencyCode: code, MinorUnits: minor}
-		return a
+	money := refundIn
+	// The recorded envelope with its signature stripped, and its payload
+	// re-signed by a key the kernel does not know: not what was recorded.
+	stripped := proto.CloneOf(env)
+	stripped.Signature = nil
+	var payload receiptv1.EvidenceReceipt
+	if err := proto.Unmarshal(env.GetPayload(), &payload); err != nil {
+		t.Fatal(err)
 	}
+	strangerSigned := w.sign(w.stranger, &payload)
+	strangerSigned.KeyId = evidenceID
 	tests := []struct {
 		name   string
 		p      authority.Proposal
 		kind   error
 		reason string
 	}{
-		{"zero amount", proposal(task, money("GBP", 0), env), authority.ErrInvalid, "INVALID_AMOUNT"},
-		{"negative amount", proposal(task, money("GBP", -1740), env), authority.ErrInvalid, "INVALID_AMOUNT"},
-		{"unknown currency", proposal(task, money("XXX", 1740), env), authority.ErrInvalid, "INVALID_AMOUNT"},
-		{"lower-case currency", proposal(task, money("gbp", 1740), env), authority.ErrInvalid, "INVALID_AMOUNT"},
-		{"no amount", proposal(task, &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: claimKey, PayeeId: subject}}}, env), authority.ErrInvalid, "INVALID_AMOUNT"},
-		{"empty claim", proposal(task, &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{PayeeId: subject, Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 1}}}}, env), authority.ErrInvalid, "INVALID_ACTION"},
-		{"empty payee", proposal(task, &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: claimKey, Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 1}}}}, env), authority.ErrInvalid, "INVALID_ACTION"},
-		{"empty task", proposal("", refund(1740, subject), env), authority.ErrInvalid, "INVALID_PROPOSAL"},
-		{"empty purpose", authority.Proposal{Agent: agentName, TaskID: task, Action: refund(1740, subject), Evidence: []*receiptv1.Envelope{env}}, authority.ErrInvalid, "INVALID_PROPOSAL"},
-		{"missing action", proposal(task, nil, env), authority.ErrInvalid, "INVALID_ACTION"},
-		{"empty action", proposal(task, &contractv1.Action{}, env), authority.ErrInvalid, "INVALID_ACTION"},
-		{"too much evidence", proposal(task, refund(1740, subject), slices.Repeat([]*receiptv1.Envelope{env}, 17)...), authority.ErrInvalid, "INVALID_PROPOSAL"},
+		{"zero amount", proposal(task, money("GBP", 0), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"negative amount", proposal(task, money("GBP", -1740), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"unknown currency", proposal(task, money("XXX", 1740), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"lower-case currency", proposal(task, money("gbp", 1740), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"no amount", proposal(task, &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"claim_id":"C-1001","payee_id":"employee-7"}`}, env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"empty claim", proposal(task, refundOf("", 1, subject), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"empty payee", proposal(task, refund(1, ""), env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"an argument the tool does not declare", proposal(task, &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"claim_id":"C-1001","payee_id":"employee-7","amount":{"currency_code":"GBP","minor_units":1},"memo":"pay twice"}`}, env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"a duplicate argument", proposal(task, &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"claim_id":"C-1001","claim_id":"C-2002","payee_id":"employee-7","amount":{"currency_code":"GBP","minor_units":1}}`}, env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"arguments that are not an object", proposal(task, &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `[1]`}, env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"empty task", proposal("", refund(1740, subject), env), authority.ErrInvalid, "INVALID_REQUEST"},
+		{"empty purpose", authority.Proposal{Agent: agentName, TaskID: task, Call: refund(1740, subject), Evidence: []*receiptv1.Envelope{env}}, authority.ErrInvalid, "INVALID_REQUEST"},
+		{"missing call", proposal(task, nil, env), authority.ErrInvalid, "INVALID_REQUEST"},
+		{"empty call", proposal(task, &contractv1.ToolCall{}, env), authority.ErrInvalid, "ARGUMENTS_INVALID"},
+		{"too much evidence", proposal(task, refund(1740, subject), slices.Repeat([]*receiptv1.Envelope{env}, 17)...), authority.ErrInvalid, "INVALID_REQUEST"},
+		{"recorded evidence with its signature stripped", proposal(task, refund(1740, subject), stripped), authority.ErrInvalid, "EVIDENCE_INVALID"},
+		{"recorded evidence re-signed with an unknown key", proposal(task, refund(1740, subject), strangerSigned), authority.ErrInvalid, "EVIDENCE_INVALID"},
 		{"unbound task", proposal("unbound-task", refund(1740, subject), env), authority.ErrStale, "TASK_NOT_BOUND"},
 		{"evidence never recorded", proposal(task, refund(1740, subject), unrecorded), authority.ErrInvalid, "EVIDENCE_UNRECORDED"},
 		{"tampered evidence", proposal(task, refund(1740, subject), flip(env)), authority.ErrInvalid, "EVIDENCE_INVALID"},
@@ -377,7 +386,7 @@ func TestSubmitSecondActionDenied(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_DENY", []string{"ACTION_COUNT_EXCEEDS_GRANT"}}, verdictOf(d)); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
-	if d.Capability != nil {
+	if d.GetCapability() != nil {
 		t.Error("DENY issued a capability")
 	}
 }
@@ -411,14 +420,14 @@ func TestSubmitContractNotCanonical(t *testing.T) {
 	if diff := cmp.Diff(verdict{"OUTCOME_REVIEW", []string{"CONTRACT_NOT_CANONICAL"}}, verdictOf(d)); diff != "" {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
-	if d.Capability != nil || d.ApprovalID != "" {
-		t.Errorf("non-canonical contract gave capability=%v approval=%q", d.Capability != nil, d.ApprovalID)
+	if d.GetCapability() != nil || d.GetApprovalId() != "" {
+		t.Errorf("non-canonical contract gave capability=%v approval=%q", d.GetCapability() != nil, d.GetApprovalId())
 	}
-	if r := d.Decision.GetReasons()[0]; r.GetAperture() != contractv1.Aperture_APERTURE_LEDGER {
+	if r := d.GetDecision().GetReasons()[0]; r.GetAperture() != contractv1.Aperture_APERTURE_LEDGER {
 		t.Errorf("aperture = %s, want LEDGER", r.GetAperture())
 	}
 	// No evidence may be read under it either.
-	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
+	_, err := w.k.AuthorizeRead(w.ctx, authority.Read{Agent: agentName, TaskID: task, Purpose: purpose, Source: claimsDB, RecordKey: claimKey, Fields: []string{"claim_id"}})
 	wantRefusal(t, err, authority.ErrDenied, "CONTRACT_NOT_CANONICAL")
 }
 
@@ -429,7 +438,7 @@ func TestSubmitWithoutEvidence(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
 	d := w.submit(proposal(task, refund(1740, subject)))
-	if d.Capability != nil {
+	if d.GetCapability() != nil {
 		t.Fatal("a proposal without evidence got a capability")
 	}
 	if got := verdictOf(d); got.Outcome != "OUTCOME_REVIEW" {
@@ -447,7 +456,7 @@ func TestReceiptNamesTheBoundItem(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
 	env, _ := w.read(task)
-	if d := w.submit(proposal(task, refund(1740, subject), env)); d.Capability == nil {
+	if d := w.submit(proposal(task, refund(1740, subject), env)); d.GetCapability() == nil {
 		t.Fatalf("first item: %+v", verdictOf(d))
 	}
 	twin := "CTR-twin"
@@ -456,7 +465,7 @@ func TestReceiptNamesTheBoundItem(t *testing.T) {
 	w.bind(task, twin)
 	d := w.submit(proposal(task, refund(1740, subject), env))
 	var dr receiptv1.DecisionReceipt
-	if err := proto.Unmarshal(d.Receipt.GetPayload(), &dr); err != nil {
+	if err := proto.Unmarshal(d.GetDecisionReceipt().GetPayload(), &dr); err != nil {
 		t.Fatal(err)
 	}
 	if dr.GetContractItemId() != twin {

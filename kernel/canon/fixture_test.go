@@ -87,8 +87,8 @@ func TestTransferChildReceivesOnlyDeclaredSubset(t *testing.T) {
 	c := child.GetContract()
 	got := map[string][]string{
 		"fields":        c.GetEvidence().GetFields(),
-		"action_types":  c.GetAction().GetActionTypes(),
-		"destinations":  c.GetAction().GetDestinations(),
+		"tools":         toolNames(c.GetAction()),
+		"destinations":  destinationNames(c.GetAction()),
 		"visible_facts": c.GetReflexive().GetVisibleFacts(),
 	}
 	for _, s := range c.GetEvidence().GetSources() {
@@ -97,7 +97,7 @@ func TestTransferChildReceivesOnlyDeclaredSubset(t *testing.T) {
 	wantSets := map[string][]string{
 		"fields":        {"claim_id", "claim_amount"}, // salary was asked for; the parent does not grant it
 		"sources":       {"claims_db"},
-		"action_types":  {"refund"}, // change_policy was asked for; the parent does not grant it
+		"tools":         {"refund"}, // change_policy was asked for; the parent does not grant it
 		"destinations":  {"claimant"},
 		"visible_facts": {"uncertainty", "expiry"}, // credentials was asked for
 	}

@@ -112,7 +112,7 @@ func ledgerOps(data []byte) []canon.Transition {
 		if t.Kind == canon.DeriveHandoff {
 			it.Kind, it.Text, it.Contract = 0, "", nil
 			if next()%3 != 0 {
-				t.Filter = &ledgerv1.HandoffFilter{Fields: []string{"claim_id"}, ActionTypes: []string{"refund"}, MaxActions: int32(next() % 4)}
+				t.Filter = &ledgerv1.HandoffFilter{Fields: []string{"claim_id"}, Tools: []string{"refund"}, MaxActions: int32(next() % 4)}
 			}
 		}
 		t.Item = it

@@ -53,16 +53,36 @@ func Intersect(parent *contractv1.Contract, f *ledgerv1.HandoffFilter) (*contrac
 		var sources []*contractv1.SourceGrant
 		seen := map[string]bool{}
 		for _, s := range e.GetSources() {
-			if slices.Contains(f.GetSources(), s.GetName()) && !seen[s.GetName()] {
-				seen[s.GetName()] = true
-				sources = append(sources, s)
+			if !slices.Contains(f.GetSources(), s.GetName()) || seen[s.GetName()] {
+				continue
 			}
+			seen[s.GetName()] = true
+			narrowed := len(s.GetFields())+len(s.GetDerived())+len(s.GetQuarantined()) > 0
+			s.Fields = keep(s.GetFields(), f.GetFields())
+			s.Quarantined = keep(s.GetQuarantined(), f.GetFields())
+			s.Derived = slices.DeleteFunc(s.Derived, func(d *contractv1.DerivedField) bool { return !slices.Contains(f.GetFields(), d.GetName()) })
+			if narrowed && len(s.GetFields())+len(s.GetDerived())+len(s.GetQuarantined()) == 0 {
+				// Nothing left to release: an empty grant would fall back
+				// to the aperture's fields and widen the source.
+				continue
+			}
+			sources = append(sources, s)
 		}
 		e.Sources = sources
 	}
 	if a := child.GetAction(); a != nil {
-		a.ActionTypes = keep(a.GetActionTypes(), f.GetActionTypes())
-		a.Destinations = keep(a.GetDestinations(), f.GetDestinations())
+		var tools []*contractv1.ToolGrant
+		for _, t := range a.GetTools() {
+			if !slices.Contains(f.GetTools(), t.GetName()) || slices.ContainsFunc(tools, func(k *contractv1.ToolGrant) bool { return k.GetName() == t.GetName() }) {
+				continue
+			}
+			t.Destinations = slices.DeleteFunc(t.Destinations, func(d *contractv1.DestinationClass) bool { return !slices.Contains(f.GetDestinations(), d.GetName()) })
+			if len(t.GetDestinations()) == 0 {
+				continue // no destination left: the tool could reach nothing
+			}
+			tools = append(tools, t)
+		}
+		a.Tools = tools
 		limit, err := lowerLimit(a.GetMaxAmount(), f.GetMaxAmount())
 		if err != nil {
 			return nil, fmt.Errorf("intersect max_amount: %w", err)

@@ -35,7 +35,7 @@ func TestIntersect(t *testing.T) {
 			filter: &ledgerv1.HandoffFilter{},
 			want: func(c *contractv1.Contract) {
 				c.Evidence.Fields, c.Evidence.Sources = nil, nil
-				c.Action.ActionTypes, c.Action.Destinations = nil, nil
+				c.Action.Tools = nil
 				c.Reflexive.VisibleFacts, c.Reflexive.MutableFacts = nil, nil
 			},
 		},
@@ -45,7 +45,7 @@ func TestIntersect(t *testing.T) {
 			filter: &ledgerv1.HandoffFilter{
 				Fields:       []string{"claim_amount", "salary", "claim_id"},
 				Sources:      []string{"receipt_store", "hr_db"},
-				ActionTypes:  []string{"refund", "change_policy"},
+				Tools:        []string{"refund", "change_policy"},
 				Destinations: []string{"claimant", "other_customer"},
 				VisibleFacts: []string{"expiry", "credentials"},
 				MaxAmount:    gbp(10000),
@@ -54,8 +54,7 @@ func TestIntersect(t *testing.T) {
 			want: func(c *contractv1.Contract) {
 				c.Evidence.Fields = []string{"claim_id", "claim_amount"} // parent order
 				c.Evidence.Sources = c.Evidence.Sources[1:]
-				c.Action.ActionTypes = []string{"refund"}
-				c.Action.Destinations = []string{"claimant"}
+				c.Action.Tools = tools([]string{"refund"}, []string{"claimant"})
 				c.Action.MaxAmount = gbp(10000)
 				c.Action.ApprovalOver = gbp(10000) // lowered with the limit
 				c.Action.MaxActions = 1
@@ -66,10 +65,10 @@ func TestIntersect(t *testing.T) {
 		{
 			name:   "a filter cannot raise limits",
 			parent: refundContract(),
-			filter: &ledgerv1.HandoffFilter{ActionTypes: []string{"refund"}, MaxAmount: gbp(9_000_000), MaxActions: 50},
+			filter: &ledgerv1.HandoffFilter{Tools: []string{"refund"}, Destinations: []string{"claimant"}, MaxAmount: gbp(9_000_000), MaxActions: 50},
 			want: func(c *contractv1.Contract) {
 				c.Evidence.Fields, c.Evidence.Sources = nil, nil
-				c.Action.ActionTypes, c.Action.Destinations = []string{"refund"}, nil
+				c.Action.Tools = tools([]string{"refund"}, []string{"claimant"})
 				c.Reflexive.VisibleFacts, c.Reflexive.MutableFacts = nil, nil
 			},
 		},
@@ -155,10 +154,12 @@ func genParent(t *rapid.T) *contractv1.Contract {
 		c.Evidence = nil
 	}
 	if rapid.Bool().Draw(t, "action") {
-		a := &contractv1.ActionAperture{
-			ActionTypes:  names(actionPool).Draw(t, "actions"),
-			Destinations: names(destPool).Draw(t, "dests"),
-			MaxActions:   int32(rapid.IntRange(0, 10).Draw(t, "max_actions")),
+		a := &contractv1.ActionAperture{MaxActions: int32(rapid.IntRange(0, 10).Draw(t, "max_actions"))}
+		for _, n := range names(actionPool).Draw(t, "actions") {
+			if slices.Contains(toolNames(a), n) {
+				continue // a contract names each tool once
+			}
+			a.Tools = append(a.Tools, tools([]string{n}, names(destPool).Draw(t, "dests_"+n))...)
 		}
 		if rapid.Bool().Draw(t, "has_max") {
 			a.MaxAmount = money("GBP").Draw(t, "max")
@@ -180,7 +181,7 @@ func genFilter(t *rapid.T) *ledgerv1.HandoffFilter {
 	f := &ledgerv1.HandoffFilter{
 		Fields:       names(fieldPool).Draw(t, "f_fields"),
 		Sources:      names(sourcePool).Draw(t, "f_sources"),
-		ActionTypes:  names(actionPool).Draw(t, "f_actions"),
+		Tools:        names(actionPool).Draw(t, "f_actions"),
 		Destinations: names(destPool).Draw(t, "f_dests"),
 		VisibleFacts: names(factPool).Draw(t, "f_visible"),
 		MaxActions:   int32(rapid.IntRange(-1, 12).Draw(t, "f_max_actions")),
@@ -252,11 +253,30 @@ func TestIntersectOnlyShrinks(t *testing.T) {
 			t.Fatalf("sources %v not the intersection of %v and %v", childSources, parentSources, f.GetSources())
 		}
 		a := child.GetAction()
-		if !subset(a.GetActionTypes(), pa.GetActionTypes(), f.GetActionTypes()) {
-			t.Fatalf("action types %v", a.GetActionTypes())
+		// A kept tool is one both grant with a destination class left.
+		var wantTools []string
+		for _, p := range pa.GetTools() {
+			if slices.Contains(f.GetTools(), p.GetName()) && !slices.Contains(wantTools, p.GetName()) && slices.ContainsFunc(p.GetDestinations(), func(d *contractv1.DestinationClass) bool {
+				return slices.Contains(f.GetDestinations(), d.GetName())
+			}) {
+				wantTools = append(wantTools, p.GetName())
+			}
 		}
-		if !subset(a.GetDestinations(), pa.GetDestinations(), f.GetDestinations()) {
-			t.Fatalf("destinations %v", a.GetDestinations())
+		if !slices.Equal(toolNames(a), wantTools) {
+			t.Fatalf("tools %v, want %v", toolNames(a), wantTools)
+		}
+		for _, tool := range a.GetTools() {
+			var parentDests []string
+			for _, p := range pa.GetTools() {
+				if p.GetName() == tool.GetName() {
+					parentDests = destinationNames(&contractv1.ActionAperture{Tools: []*contractv1.ToolGrant{p}})
+					break // the first grant of a name is the one kept
+				}
+			}
+			got := destinationNames(&contractv1.ActionAperture{Tools: []*contractv1.ToolGrant{tool}})
+			if len(got) == 0 || !subset(got, parentDests, f.GetDestinations()) {
+				t.Fatalf("tool %s destinations %v from %v", tool.GetName(), got, parentDests)
+			}
 		}
 		r, pr := child.GetReflexive(), parent.GetReflexive()
 		if !subset(r.GetVisibleFacts(), pr.GetVisibleFacts(), f.GetVisibleFacts()) {
@@ -290,7 +310,7 @@ func TestIntersectOnlyShrinks(t *testing.T) {
 				c.Evidence.Fields, c.Evidence.Sources = nil, nil
 			}
 			if c.Action != nil {
-				c.Action.ActionTypes, c.Action.Destinations = nil, nil
+				c.Action.Tools = nil
 				c.Action.MaxAmount, c.Action.ApprovalOver, c.Action.MaxActions = nil, nil, 0
 			}
 			if c.Reflexive != nil {

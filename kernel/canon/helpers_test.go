@@ -1,6 +1,7 @@
 package canon_test
 
 import (
+	"slices"
 	"time"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
@@ -108,8 +109,7 @@ func refundContract() *contractv1.Contract {
 			MaxAgeSeconds: 3600,
 		},
 		Action: &contractv1.ActionAperture{
-			ActionTypes:  []string{"refund", "email_attachment"},
-			Destinations: []string{"claimant", "finance_team"},
+			Tools:        tools([]string{"refund", "email_attachment"}, []string{"claimant", "finance_team"}),
 			MaxAmount:    gbp(50000),
 			ApprovalOver: gbp(20000),
 			MaxActions:   3,
@@ -155,4 +155,38 @@ func withConflict(with string) func(*ledgerv1.CanonItem) {
 
 func withSupersedes(old string) func(*ledgerv1.CanonItem) {
 	return func(it *ledgerv1.CanonItem) { it.SupersedesRef = old }
+}
+
+// tools grants each named tool with every named destination class.
+func tools(names, dests []string) []*contractv1.ToolGrant {
+	var out []*contractv1.ToolGrant
+	for _, n := range names {
+		t := &contractv1.ToolGrant{Name: n}
+		for _, d := range dests {
+			t.Destinations = append(t.Destinations, &contractv1.DestinationClass{Name: d, When: "true"})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// toolNames and destinationNames list what a contract's tools grant.
+func toolNames(a *contractv1.ActionAperture) []string {
+	var out []string
+	for _, t := range a.GetTools() {
+		out = append(out, t.GetName())
+	}
+	return out
+}
+
+func destinationNames(a *contractv1.ActionAperture) []string {
+	var out []string
+	for _, t := range a.GetTools() {
+		for _, d := range t.GetDestinations() {
+			if !slices.Contains(out, d.GetName()) {
+				out = append(out, d.GetName())
+			}
+		}
+	}
+	return out
 }

@@ -366,7 +366,7 @@ func TestLedgerRules(t *testing.T) {
 			steps: []step{
 				ok(propose(0, owner, contractItem("CTR-1", refundContract()))),
 				ok(promote(1, owner, "CTR-1")),
-				ok(derive(2, orchestrator, "CTR-1", childTemplate("CTR-1/b"), &ledgerv1.HandoffFilter{ActionTypes: []string{"refund"}})),
+				ok(derive(2, orchestrator, "CTR-1", childTemplate("CTR-1/b"), &ledgerv1.HandoffFilter{Tools: []string{"refund"}})),
 				ok(promote(3, orchestrator, "CTR-1/b")),
 				ok(propose(4, owner, policy("POL-X", "all refunds stop", withSupersedes("CTR-1")))),
 				ok(supersede(5, owner, "CTR-1", "POL-X")),

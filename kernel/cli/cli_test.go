@@ -50,7 +50,7 @@ func TestGolden(t *testing.T) {
 		{"suite.json", []string{"suite", "--format", "json"}},
 		{"eval-refund-17-40.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-17-40.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"eval-refund-74-00.json", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-74-00.yaml"), "--now", "2030-01-01T00:00:00Z", "--format", "json"}},
-		{"eval-injected-exfiltration.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/injected-exfiltration.yaml"), "--now", "2030-01-01T00:00:00Z"}},
+		{"eval-injected-exfiltration.txt", []string{"eval", "--contract", filepath.Join(root, "kernel/contract/profiles/coupled-strict.yaml"), "--proposal", filepath.Join(root, "examples/proposals/injected-exfiltration.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"eval-expired.txt", []string{"eval", "--proposal", filepath.Join(root, "examples/proposals/refund-17-40.yaml"), "--now", "2030-01-01T04:00:01Z", "--contract", coupled}},
 		{"ledger-check.txt", []string{"ledger", "check"}},
 	}

@@ -47,7 +47,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	}
 	facts := contract.Facts(pf)
 	var d evaluate.Decision
-	if err := evaluate.Evaluate(&facts, compiled, now, &d); err != nil {
+	if err := evaluate.Evaluate(&facts, compiled.Eval, now, &d); err != nil {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
 	}
 	if *format == "json" {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ambitkernel/ambit/kernel/contract"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
-	"github.com/ambitkernel/ambit/sdk/money"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
 )
@@ -98,13 +98,9 @@ func runApprovals(ctx context.Context, env *Env, args []string) error {
 	for _, a := range resp.GetApprovals() {
 		var why []string
 		for _, r := range a.GetReasons() {
-			why = append(why, r.GetCode())
+			why = append(why, contract.CodeName(r.GetCode()))
 		}
-		amount := ""
-		if r := a.GetAction().GetRefund(); r != nil {
-			amount = " refund " + money.Format(r.GetAmount()) + " on " + r.GetClaimId()
-		}
-		fmt.Fprintf(env.Stdout, "%s  task %s%s  (%s)\n", a.GetApprovalId(), a.GetTaskId(), amount, strings.Join(why, ", "))
+		fmt.Fprintf(env.Stdout, "%s  task %s  %s %s  (%s)\n", a.GetApprovalId(), a.GetTaskId(), a.GetCall().GetTool(), a.GetCall().GetArgumentsJson(), strings.Join(why, ", "))
 	}
 	return nil
 }

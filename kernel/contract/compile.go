@@ -2,17 +2,32 @@ package contract
 
 import (
 	"fmt"
-	"slices"
+	"strings"
 
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 )
 
-// Compile validates c and turns it into the evaluator's form.
-func Compile(c *contractv1.Contract) (*evaluate.Contract, error) {
+// Compile validates c, compiles its tools, schemas and expressions, and
+// turns it into the evaluator's form. A declaration that does not compile
+// is an error naming its place.
+func Compile(c *contractv1.Contract) (*Compiled, error) {
 	if err := Validate(c); err != nil {
 		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
 	}
+	tools, err := compileTools(c)
+	if err != nil {
+		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
+	}
+	derived, err := compileDerived(c)
+	if err != nil {
+		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
+	}
+	return &Compiled{Proto: c, Eval: evaluatorForm(c), Tools: tools, Derived: derived}, nil
+}
+
+// evaluatorForm maps a validated contract onto the evaluator's input.
+func evaluatorForm(c *contractv1.Contract) *evaluate.Contract {
 	b, e, a, r, k := c.GetBinding(), c.GetEvidence(), c.GetAction(), c.GetReflexive(), c.GetCoupling()
 	out := &evaluate.Contract{
 		Subject:           b.GetSubject(),
@@ -21,8 +36,6 @@ func Compile(c *contractv1.Contract) (*evaluate.Contract, error) {
 		ValidUntil:        b.GetValidUntil().AsTime(),
 		Fields:            clone(e.GetFields()),
 		MaxAgeSeconds:     e.GetMaxAgeSeconds(),
-		ActionTypes:       clone(a.GetActionTypes()),
-		Destinations:      clone(a.GetDestinations()),
 		MaxAmount:         Money(a.GetMaxAmount()),
 		ApprovalOver:      Money(a.GetApprovalOver()),
 		MaxActions:        a.GetMaxActions(),
@@ -38,16 +51,20 @@ func Compile(c *contractv1.Contract) (*evaluate.Contract, error) {
 			ForbidSelfMutation:           k.GetForbidSelfMutation(),
 		},
 	}
-	for _, s := range e.GetSources() {
-		out.Sources = append(out.Sources, evaluate.Source{Name: s.GetName(), Provenance: evaluate.Provenance(s.GetProvenance())})
+	if r := b.GetRecord(); r != nil {
+		out.Record = r.GetSource() + "/" + r.GetKey()
 	}
-	return out, nil
-}
-
-// IsIrreversible reports whether the contract declares an action type's
-// effects irreversible.
-func IsIrreversible(c *contractv1.Contract, actionType string) bool {
-	return slices.Contains(c.GetAction().GetIrreversibleActionTypes(), actionType)
+	for _, s := range e.GetSources() {
+		out.Sources = append(out.Sources, evaluate.Source{Name: s.GetName(), Provenance: evaluate.Provenance(s.GetProvenance()), Fields: SourceFields(s)})
+	}
+	for _, t := range a.GetTools() {
+		tool := evaluate.Tool{Name: t.GetName()}
+		for _, d := range t.GetDestinations() {
+			tool.Destinations = append(tool.Destinations, d.GetName())
+		}
+		out.Tools = append(out.Tools, tool)
+	}
+	return out
 }
 
 // Money maps a wire amount; nil maps to the zero (no amount).
@@ -69,27 +86,34 @@ func MoneyProto(m evaluate.Money) *contractv1.Money {
 // Facts maps self-declared wire facts onto the evaluator's input.
 func Facts(p *contractv1.Facts) evaluate.Facts {
 	f := evaluate.Facts{
-		Subject:             p.GetSubject(),
-		Purpose:             p.GetPurpose(),
-		StateVersion:        p.GetStateVersion(),
-		CurrentStateVersion: p.GetCurrentStateVersion(),
-		ActionType:          p.GetActionType(),
-		Destination:         p.GetDestination(),
-		Amount:              Money(p.GetAmount()),
-		ActionCount:         p.GetActionCount(),
-		PriorAmount:         Money(p.GetPriorAmount()),
-		Irreversible:        p.GetIrreversible(),
-		ApprovalPresent:     p.GetApprovalPresent(),
-		SelfQueries:         p.GetSelfQueries(),
-		SelfMutations:       p.GetSelfMutations(),
+		Subject:               p.GetSubject(),
+		Purpose:               p.GetPurpose(),
+		StateVersion:          p.GetStateVersion(),
+		CurrentStateVersion:   p.GetCurrentStateVersion(),
+		Tool:                  p.GetTool(),
+		Destination:           p.GetDestination(),
+		Amount:                Money(p.GetAmount()),
+		ActionCount:           p.GetActionCount(),
+		PriorAmount:           Money(p.GetPriorAmount()),
+		Irreversible:          p.GetIrreversible(),
+		ApprovalPresent:       p.GetApprovalPresent(),
+		SelfQueries:           p.GetSelfQueries(),
+		SelfMutations:         p.GetSelfMutations(),
+		Record:                p.GetRecord(),
+		DestinationUnresolved: p.GetDestinationUnresolved(),
 	}
 	for _, e := range p.GetEvidence() {
 		f.Evidence = append(f.Evidence, evaluate.Evidence{
-			Source:     e.GetSource(),
-			Fields:     e.GetFields(),
-			AgeSeconds: e.GetAgeSeconds(),
-			Provenance: evaluate.Provenance(e.GetProvenance()),
+			Source:      e.GetSource(),
+			Record:      e.GetRecord(),
+			Fields:      e.GetFields(),
+			AgeSeconds:  e.GetAgeSeconds(),
+			Provenance:  evaluate.Provenance(e.GetProvenance()),
+			Quarantined: e.GetQuarantined(),
 		})
+	}
+	for _, v := range p.GetViolations() {
+		f.Violations = append(f.Violations, evaluate.Violation{Code: v.GetCode(), Message: v.GetMessage()})
 	}
 	return f
 }
@@ -97,27 +121,34 @@ func Facts(p *contractv1.Facts) evaluate.Facts {
 // FactsProto maps evaluator facts to the wire, e.g. into a decision receipt.
 func FactsProto(f *evaluate.Facts) *contractv1.Facts {
 	p := &contractv1.Facts{
-		Subject:             f.Subject,
-		Purpose:             f.Purpose,
-		StateVersion:        f.StateVersion,
-		CurrentStateVersion: f.CurrentStateVersion,
-		ActionType:          f.ActionType,
-		Destination:         f.Destination,
-		Amount:              MoneyProto(f.Amount),
-		ActionCount:         f.ActionCount,
-		PriorAmount:         MoneyProto(f.PriorAmount),
-		Irreversible:        f.Irreversible,
-		ApprovalPresent:     f.ApprovalPresent,
-		SelfQueries:         clone(f.SelfQueries),
-		SelfMutations:       clone(f.SelfMutations),
+		Subject:               f.Subject,
+		Purpose:               f.Purpose,
+		StateVersion:          f.StateVersion,
+		CurrentStateVersion:   f.CurrentStateVersion,
+		Tool:                  f.Tool,
+		Destination:           f.Destination,
+		Amount:                MoneyProto(f.Amount),
+		ActionCount:           f.ActionCount,
+		PriorAmount:           MoneyProto(f.PriorAmount),
+		Irreversible:          f.Irreversible,
+		ApprovalPresent:       f.ApprovalPresent,
+		SelfQueries:           clone(f.SelfQueries),
+		SelfMutations:         clone(f.SelfMutations),
+		Record:                f.Record,
+		DestinationUnresolved: f.DestinationUnresolved,
 	}
 	for _, e := range f.Evidence {
 		p.Evidence = append(p.Evidence, &contractv1.EvidenceItem{
-			Source:     e.Source,
-			Fields:     clone(e.Fields),
-			AgeSeconds: e.AgeSeconds,
-			Provenance: contractv1.Provenance(e.Provenance),
+			Source:      e.Source,
+			Record:      e.Record,
+			Fields:      clone(e.Fields),
+			AgeSeconds:  e.AgeSeconds,
+			Provenance:  contractv1.Provenance(e.Provenance),
+			Quarantined: e.Quarantined,
 		})
+	}
+	for _, v := range f.Violations {
+		p.Violations = append(p.Violations, &contractv1.Violation{Code: v.Code, Message: v.Message})
 	}
 	return p
 }
@@ -134,22 +165,21 @@ func DecisionProto(d *evaluate.Decision) *contractv1.Decision {
 	return out
 }
 
-// ReasonProto maps one reason to the wire.
+// ReasonProto maps one reason to the wire. The evaluator's codes are the
+// wire enum's numbers.
 func ReasonProto(r evaluate.Reason) *contractv1.Reason {
 	return &contractv1.Reason{
-		Aperture: contractv1.Aperture(r.Aperture),
-		Code:     r.Code.String(),
-		Detail:   r.Detail(),
+		Aperture:   contractv1.Aperture(r.Aperture),
+		Code:       contractv1.ReasonCode(r.Code),
+		Detail:     r.Detail(),
+		Constraint: r.Constraint,
 	}
 }
 
-// ActionType is the type name of a typed action ("refund"), or "" if unset.
-func ActionType(a *contractv1.Action) string {
-	od := a.ProtoReflect().Descriptor().Oneofs().ByName("kind")
-	if fd := a.ProtoReflect().WhichOneof(od); fd != nil {
-		return string(fd.Name())
-	}
-	return ""
+// CodeName is a reason code's stable name without the enum prefix, e.g.
+// "AMOUNT_EXCEEDS_HARD_LIMIT".
+func CodeName(c contractv1.ReasonCode) string {
+	return strings.TrimPrefix(c.String(), "REASON_CODE_")
 }
 
 func clone(s []string) []string {

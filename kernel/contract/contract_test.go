@@ -8,6 +8,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/kernel/suite"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
@@ -21,8 +22,20 @@ evidence:
   sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}]
   max_age_seconds: 86400
 action:
-  action_types: [refund]
-  destinations: [claimant]
+  tools:
+    - name: refund
+      input_schema:
+        type: object
+        properties:
+          claim_id: {type: string}
+          payee_id: {type: string}
+          amount: {type: object}
+      amount_argument: amount
+      record: {source: claims_db, argument: claim_id}
+      destinations:
+        - {name: claimant, when: "args.payee_id == record.claimant_id"}
+      constraints:
+        - {code: SMALL, message: "at most 50", expression: "args.amount.minor_units <= 5000"}
   max_amount: {currency_code: GBP, minor_units: 10000}
   approval_over: {currency_code: GBP, minor_units: 5000}
   max_actions: 1
@@ -58,10 +71,38 @@ func TestParse(t *testing.T) {
 			wantErr: "evidence.sources[0].provenance: unknown enum value 7"},
 		{name: "unset provenance", edit: func(s string) string { return strings.Replace(s, ", provenance: PROVENANCE_TRUSTED", "", 1) },
 			wantErr: "evidence.sources[0].provenance"},
-		{name: "unknown action type", edit: func(s string) string {
-			return strings.Replace(s, "action_types: [refund]", "action_types: [refund, wire_transfer]", 1)
-		},
-			wantErr: `action.action_types[1]: unknown value "wire_transfer"`},
+		{name: "duplicate tool", edit: func(s string) string {
+			return strings.Replace(s, "reflexive:", "  tools_extra: 1\nreflexive:", 1)
+		}, wantErr: `unknown field "tools_extra"`},
+		{name: "schema that does not compile", edit: func(s string) string {
+			return strings.Replace(s, "claim_id: {type: string}", "claim_id: {type: 7}", 1)
+		}, wantErr: `action.tools[0].input_schema: tool "refund"`},
+		{name: "schema not of an object", edit: func(s string) string {
+			return strings.Replace(s, "        type: object\n        properties:", "        type: array\n        properties:", 1)
+		}, wantErr: `action.tools[0].input_schema: tool "refund": the schema's "type" must be "object"`},
+		{name: "destination that does not type-check", edit: func(s string) string {
+			return strings.Replace(s, `"args.payee_id == record.claimant_id"`, `"args.payee_id =="`, 1)
+		}, wantErr: `action.tools[0].destinations[0].when: tool "refund", destination "claimant"`},
+		{name: "destination that is not a condition", edit: func(s string) string {
+			return strings.Replace(s, `"args.payee_id == record.claimant_id"`, `"args.payee_id"`, 1)
+		}, wantErr: ""},
+		{name: "constraint over an unknown variable", edit: func(s string) string {
+			return strings.Replace(s, `"args.amount.minor_units <= 5000"`, `"payment.total <= 5000"`, 1)
+		}, wantErr: `action.tools[0].constraints[0].expression: tool "refund", constraint SMALL`},
+		{name: "amount argument not declared", edit: func(s string) string {
+			return strings.Replace(s, "amount_argument: amount", "amount_argument: total", 1)
+		}, wantErr: `action.tools[0].amount_argument: tool "refund" declares no argument "total"`},
+		{name: "record from an ungranted source", edit: func(s string) string {
+			return strings.Replace(s, "record: {source: claims_db", "record: {source: hr_db", 1)
+		}, wantErr: `action.tools[0].record.source: tool "refund": source "hr_db" is not granted`},
+		{name: "derived field that does not compile", edit: func(s string) string {
+			return strings.Replace(s, "sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}]",
+				"sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED, derived: [{name: small, expression: \"record.total <\"}]}]", 1)
+		}, wantErr: `evidence.sources[0].derived[0].expression: source "claims_db", derived field "small"`},
+		{name: "raw fields from an instruction-bearing source", edit: func(s string) string {
+			return strings.Replace(s, "sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}]",
+				"sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}, {name: email, provenance: PROVENANCE_INSTRUCTION_BEARING, fields: [body]}]", 1)
+		}, wantErr: `evidence.sources[1].fields: source "email" is instruction-bearing`},
 		{name: "unknown self fact", edit: func(s string) string { return strings.Replace(s, "[capabilities]", "[capabilities, mood]", 1) },
 			wantErr: `reflexive.visible_facts[1]: unknown value "mood"`},
 		{name: "duplicate field", edit: func(s string) string {
@@ -153,15 +194,42 @@ func cmpProto() cmp.Option {
 	return cmp.Comparer(func(a, b proto.Message) bool { return proto.Equal(a, b) })
 }
 
-func TestActionType(t *testing.T) {
-	if got := contract.ActionType(&contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{}}}); got != "refund" {
-		t.Errorf("ActionType = %q", got)
+// TestToolCheck checks calls against a compiled tool: undeclared arguments,
+// schema violations and malformed money are refused, naming the place.
+func TestToolCheck(t *testing.T) {
+	c, err := contract.Profile("coupled")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := contract.ActionType(&contractv1.Action{}); got != "" {
-		t.Errorf("ActionType(empty) = %q", got)
+	compiled, err := contract.Compile(c)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"refund", "email_attachment", "change_policy"}, contract.ActionTypes()); diff != "" {
-		t.Error(diff)
+	refund := compiled.Tools["refund"]
+	for _, tc := range []struct{ name, args, err string }{
+		{"valid", `{"claim_id":"C-1001","amount":{"currency_code":"GBP","minor_units":1740},"payee_id":"employee-7"}`, ""},
+		{"extra argument", `{"claim_id":"C-1001","amount":{"currency_code":"GBP","minor_units":1740},"payee_id":"employee-7","memo":"x"}`, `declares no argument memo`},
+		{"missing argument", `{"claim_id":"C-1001","payee_id":"employee-7"}`, `at /: missing property 'amount'`},
+		{"wrong type", `{"claim_id":7,"amount":{"currency_code":"GBP","minor_units":1740},"payee_id":"employee-7"}`, `at /claim_id`},
+		{"fractional money", `{"claim_id":"C-1001","amount":{"currency_code":"GBP","minor_units":17.5},"payee_id":"employee-7"}`, `minor_units`},
+		{"unknown field inside money", `{"claim_id":"C-1001","amount":{"currency_code":"GBP","minor_units":1,"fee":2},"payee_id":"employee-7"}`, `amount`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call, err := toolcall.Parse("refund", tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = refund.Check(call)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, contract.ErrArguments) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Check = %v, want ErrArguments naming %q", err, tc.err)
+			}
+		})
 	}
 }
 

@@ -55,8 +55,8 @@ func FuzzLoadAndEvaluate(f *testing.F) {
 		}
 		facts := contract.Facts(pf)
 		var d1, d2 evaluate.Decision
-		err1 := evaluate.Evaluate(&facts, compiled, suite.Now, &d1)
-		err2 := evaluate.Evaluate(&facts, compiled, suite.Now, &d2)
+		err1 := evaluate.Evaluate(&facts, compiled.Eval, suite.Now, &d1)
+		err2 := evaluate.Evaluate(&facts, compiled.Eval, suite.Now, &d2)
 		if err1 != nil {
 			if !errors.Is(err1, evaluate.ErrInvalidFacts) || err2 == nil {
 				t.Fatalf("inconsistent errors: %v / %v", err1, err2)

@@ -32,7 +32,9 @@ func Parse(name string, data []byte) (*contractv1.Contract, error) {
 	if err := Decode(data, c); err != nil {
 		return nil, fmt.Errorf("load contract %s: %w", name, err)
 	}
-	if err := Validate(c); err != nil {
+	// Compiling checks every schema and expression: a bad declaration is
+	// a load error naming its place.
+	if _, err := Compile(c); err != nil {
 		return nil, fmt.Errorf("load contract %s: %w", name, err)
 	}
 	return c, nil
@@ -67,9 +69,10 @@ func LoadFacts(file string) (*contractv1.Facts, error) {
 var profileFS embed.FS
 
 // ProfileNames lists the shipped profiles in the order the seed reports
-// them, with evidence-plus-action between action-only and coupled.
+// them, with evidence-plus-action between action-only and coupled, and the
+// stricter coupled-strict last.
 func ProfileNames() []string {
-	return []string{"unrestricted", "action-only", "evidence-plus-action", "coupled"}
+	return []string{"unrestricted", "action-only", "evidence-plus-action", "coupled", "coupled-strict"}
 }
 
 // Profile returns one shipped profile by name.

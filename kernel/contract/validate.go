@@ -17,16 +17,6 @@ var ErrInvalid = errors.New("invalid")
 // SelfFacts are the reflexive facts a contract may name.
 var selfFacts = []string{"capabilities", "uncertainty", "commitments", "expiry", "policy_thresholds", "credentials", "contract"}
 
-// ActionTypes lists the typed actions, the case names of Action.kind.
-func ActionTypes() []string {
-	od := (&contractv1.Action{}).ProtoReflect().Descriptor().Oneofs().ByName("kind")
-	out := make([]string, od.Fields().Len())
-	for i := range out {
-		out[i] = string(od.Fields().Get(i).Name())
-	}
-	return out
-}
-
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
@@ -79,8 +69,28 @@ func Validate(c *contractv1.Contract) error {
 			return invalid(f+".name", "duplicate source %q", s.GetName())
 		case s.GetProvenance() == contractv1.Provenance_PROVENANCE_UNSPECIFIED:
 			return invalid(f+".provenance", "must be set for source %q", s.GetName())
+		case s.GetProvenance() == contractv1.Provenance_PROVENANCE_INSTRUCTION_BEARING && len(s.GetFields()) > 0:
+			// Coupling rule 1: content that may carry instructions enters
+			// only as a derived value or as quarantined text.
+			return invalid(f+".fields", "source %q is instruction-bearing: grant its fields as derived values or quarantined text, not raw", s.GetName())
 		}
 		seen[s.GetName()] = true
+		if err := checkNames(f+".fields", s.GetFields(), nil); err != nil {
+			return err
+		}
+		if err := checkNames(f+".quarantined", s.GetQuarantined(), nil); err != nil {
+			return err
+		}
+		var derived []string
+		for _, d := range s.GetDerived() {
+			derived = append(derived, d.GetName())
+		}
+		if err := checkNames(f+".derived", derived, nil); err != nil {
+			return err
+		}
+		if err := checkNames(f, SourceFields(s), nil); err != nil {
+			return invalid(f, "a field is granted twice (raw, derived or quarantined): %v", err)
+		}
 	}
 	if e.GetMaxAgeSeconds() < 0 {
 		return invalid("evidence.max_age_seconds", "must not be negative, got %d", e.GetMaxAgeSeconds())
@@ -90,13 +100,11 @@ func Validate(c *contractv1.Contract) error {
 	if a == nil {
 		return invalid("action", "missing")
 	}
-	if err := checkNames("action.action_types", a.GetActionTypes(), ActionTypes()); err != nil {
-		return err
+	var tools []string
+	for _, t := range a.GetTools() {
+		tools = append(tools, t.GetName())
 	}
-	if err := checkNames("action.destinations", a.GetDestinations(), nil); err != nil {
-		return err
-	}
-	if err := checkNames("action.irreversible_action_types", a.GetIrreversibleActionTypes(), ActionTypes()); err != nil {
+	if err := checkNames("action.tools", tools, nil); err != nil {
 		return err
 	}
 	if err := checkLimit("action.max_amount", a.GetMaxAmount()); err != nil {

@@ -38,6 +38,7 @@ func TestSeedRows(t *testing.T) {
 		{Profile: "action-only", Metrics: suite.Metrics{LegitimateAllowed: 70, UnsafeAllowed: 30, ConfidentialityExposures: 10, Reviews: 10, Denials: 20}},
 		{Profile: "evidence-plus-action", Metrics: suite.Metrics{LegitimateAllowed: 70, UnsafeAllowed: 20, Reviews: 20, Denials: 30}},
 		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 70, Reviews: 30, Denials: 40}},
+		{Profile: "coupled-strict", Metrics: suite.Metrics{LegitimateAllowed: 70, Reviews: 30, Denials: 40}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("seed suite (-want +got):\n%s", diff)
@@ -45,7 +46,9 @@ func TestSeedRows(t *testing.T) {
 }
 
 // TestExtendedRows pins the seed's episodes plus the new failure-injection
-// families. The coupled profile must allow nothing unsafe.
+// families. The seed's reference coupled profile lets the provenance and
+// cumulative families through (it has neither rule); coupled-strict must
+// allow nothing unsafe.
 func TestExtendedRows(t *testing.T) {
 	profiles, seed, ext := loadSuite(t)
 	got, err := suite.Run(profiles, append(append([]suite.Episode(nil), seed...), ext...), suite.Now)
@@ -56,7 +59,8 @@ func TestExtendedRows(t *testing.T) {
 		{Profile: "unrestricted", Metrics: suite.Metrics{LegitimateAllowed: 90, UnsafeAllowed: 130, ConfidentialityExposures: 10}},
 		{Profile: "action-only", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 70, ConfidentialityExposures: 10, Reviews: 10, Denials: 60}},
 		{Profile: "evidence-plus-action", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 60, Reviews: 20, Denials: 70}},
-		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 80, Reviews: 60, Denials: 90}},
+		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 20, Reviews: 40, Denials: 90}},
+		{Profile: "coupled-strict", Metrics: suite.Metrics{LegitimateAllowed: 80, Reviews: 60, Denials: 90}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("extended suite (-want +got):\n%s", diff)

@@ -14,7 +14,11 @@ var ErrInvalidFacts = errors.New("invalid facts")
 
 // maxReasons bounds the reasons one evaluation can produce; the fixed arrays
 // below keep Evaluate free of allocations.
-const maxReasons = 24
+const maxReasons = 64
+
+// maxFixedReasons bounds the reasons other than failed constraints; the
+// rest of the buffer holds those.
+const maxFixedReasons = 28
 
 // Decision is the verdict with every reason: deny reasons first, then review
 // reasons, each group in evaluation order. Reuse one Decision across calls.
@@ -105,14 +109,19 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 
 	// E: epistemic aperture. Every check runs so that every reason is
 	// reported, not just the first.
-	if items := d.fieldsOutside(f.Evidence, c.Fields); len(items) > 0 {
+	if items := d.fieldsOutside(f.Evidence, c); len(items) > 0 {
 		d.addDeny(Epistemic, CodeFieldsOutsideGrant, items)
 	}
 	if items := d.sourcesOutside(f.Evidence, c.Sources); len(items) > 0 {
 		d.addDeny(Epistemic, CodeSourceOutsideGrant, items)
 	}
-	if c.Record != "" && !citesRecord(f.Evidence, c.Record) {
+	switch {
+	case c.Record != "" && !citesRecord(f.Evidence, c.Record):
 		d.addReview(Epistemic, CodeRecordEvidenceMissing, nil)
+	case f.StateVersion == "" && c.StateVersion != "*":
+		// Nothing trusted read the record: its state is unknown, which is
+		// not the same as changed.
+		d.addReview(Epistemic, CodeNoTrustedEvidence, nil)
 	}
 	if oldest(f.Evidence) > c.MaxAgeSeconds {
 		d.addReview(Epistemic, CodeEvidenceTooOld, nil)
@@ -128,11 +137,23 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 	}
 
 	// A: executive aperture.
-	if !slices.Contains(c.ActionTypes, f.ActionType) {
-		d.addDeny(Executive, CodeActionTypeOutsideGrant, nil)
+	tool := toolIndex(c.Tools, f.Tool)
+	if tool < 0 {
+		d.addDeny(Executive, CodeToolOutsideGrant, nil)
 	}
-	if !slices.Contains(c.Destinations, f.Destination) {
+	switch {
+	case f.DestinationUnresolved:
+		d.addReview(Executive, CodeDestinationUnresolved, nil)
+	case !destinationGranted(c.Tools, tool, f.Destination):
 		d.addDeny(Executive, CodeDestinationOutsideGrant, nil)
+	}
+	// Every failed constraint is its own reason.
+	for i := range f.Violations {
+		if d.nDeny < maxReasons-maxFixedReasons {
+			d.deny[d.nDeny] = Reason{Aperture: Executive, Code: CodeConstraintViolated,
+				Constraint: f.Violations[i].Code, Message: f.Violations[i].Message}
+			d.nDeny++
+		}
 	}
 	if !f.Amount.IsZero() {
 		switch {
@@ -241,6 +262,9 @@ func checkMoney(m Money) error {
 }
 
 func stateChanged(f *Facts, c *Contract) bool {
+	if f.StateVersion == "" {
+		return false // unknown, reported as missing evidence
+	}
 	if c.StateVersion != "*" {
 		if f.StateVersion != c.StateVersion {
 			return true
@@ -264,7 +288,31 @@ func exceedsCumulative(f *Facts, c *Contract) bool {
 
 func citesRecord(ev []Evidence, record string) bool {
 	for i := range ev {
-		if ev[i].Record == record {
+		if ev[i].Record == record && !ev[i].Quarantined {
+			return true
+		}
+	}
+	return false
+}
+
+func toolIndex(tools []Tool, name string) int {
+	for i := range tools {
+		if tools[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// destinationGranted reports whether the granted tool at i allows dest; for
+// a tool outside the grant, whether any granted tool does (the seed's
+// destinations are one list for every action type).
+func destinationGranted(tools []Tool, i int, dest string) bool {
+	if i >= 0 {
+		return slices.Contains(tools[i].Destinations, dest)
+	}
+	for j := range tools {
+		if slices.Contains(tools[j].Destinations, dest) {
 			return true
 		}
 	}
@@ -295,61 +343,130 @@ func provenanceOf(e *Evidence, sources []Source) Provenance {
 
 func hasTrusted(ev []Evidence, sources []Source) bool {
 	for i := range ev {
-		if provenanceOf(&ev[i], sources) == Trusted {
+		if !ev[i].Quarantined && provenanceOf(&ev[i], sources) == Trusted {
 			return true
 		}
 	}
 	return false
 }
 
+// smallSet is the size up to which a linear scan is used: it beats
+// building a set and allocates nothing. Longer lists go through maps, so an
+// evaluation stays linear in its input however long the lists are.
+const smallSet = 16
+
+// set answers membership in a list.
+type set struct {
+	list []string
+	m    map[string]struct{}
+}
+
+func newSet(list []string) set {
+	if len(list) <= smallSet {
+		return set{list: list}
+	}
+	m := make(map[string]struct{}, len(list))
+	for _, s := range list {
+		m[s] = struct{}{}
+	}
+	return set{m: m}
+}
+
+func (s set) has(x string) bool {
+	if s.m != nil {
+		_, ok := s.m[x]
+		return ok
+	}
+	return slices.Contains(s.list, x)
+}
+
+// collector gathers distinct items into d's item buffer.
+type collector struct {
+	d     *Decision
+	start int
+	seen  map[string]struct{}
+}
+
+func (d *Decision) collect() collector { return collector{d: d, start: len(d.items)} }
+
+func (c *collector) add(x string) {
+	got := c.d.items[c.start:]
+	if c.seen == nil {
+		if slices.Contains(got, x) {
+			return
+		}
+		if len(got) == smallSet {
+			c.seen = make(map[string]struct{}, 2*smallSet)
+			for _, g := range got {
+				c.seen[g] = struct{}{}
+			}
+		}
+	}
+	if c.seen != nil {
+		if _, dup := c.seen[x]; dup {
+			return
+		}
+		c.seen[x] = struct{}{}
+	}
+	c.d.items = append(c.d.items, x)
+}
+
+func (c *collector) sorted() []string { return sortStrings(c.d.items[c.start:]) }
+
 // outside returns the members of asked missing from grant, deduplicated and
 // sorted, in d's item buffer.
 func (d *Decision) outside(asked, grant []string) []string {
-	start := len(d.items)
+	g, c := newSet(grant), d.collect()
 	for _, s := range asked {
-		if !slices.Contains(grant, s) && !slices.Contains(d.items[start:], s) {
-			d.items = append(d.items, s)
+		if !g.has(s) {
+			c.add(s)
 		}
 	}
-	return sortStrings(d.items[start:])
+	return c.sorted()
 }
 
 func (d *Decision) sorted(in []string) []string {
 	return d.outside(in, nil)
 }
 
-func (d *Decision) fieldsOutside(ev []Evidence, grant []string) []string {
-	start := len(d.items)
+// fieldsOutside lists the fields read outside their source's grant (the
+// contract's fields for a source that narrows none).
+func (d *Decision) fieldsOutside(ev []Evidence, c *Contract) []string {
+	global, col := newSet(c.Fields), d.collect()
 	for i := range ev {
-		for _, s := range ev[i].Fields {
-			if !slices.Contains(grant, s) && !slices.Contains(d.items[start:], s) {
-				d.items = append(d.items, s)
-			}
-		}
-	}
-	return sortStrings(d.items[start:])
-}
-
-func (d *Decision) sourcesOutside(ev []Evidence, grant []Source) []string {
-	start := len(d.items)
-	for i := range ev {
-		s := ev[i].Source
-		granted := false
-		for j := range grant {
-			if grant[j].Name == s {
-				granted = true
+		grant := global
+		for j := range c.Sources {
+			if c.Sources[j].Name == ev[i].Source && c.Sources[j].Fields != nil {
+				grant = newSet(c.Sources[j].Fields)
 				break
 			}
 		}
-		if !granted && !slices.Contains(d.items[start:], s) {
-			d.items = append(d.items, s)
+		for _, s := range ev[i].Fields {
+			if !grant.has(s) {
+				col.add(s)
+			}
 		}
 	}
-	return sortStrings(d.items[start:])
+	return col.sorted()
 }
 
-// sortStrings sorts a handful of strings in place without allocating.
+func (d *Decision) sourcesOutside(ev []Evidence, grant []Source) []string {
+	c := d.collect()
+	for i := range ev {
+		if !slices.ContainsFunc(grant, func(g Source) bool { return g.Name == ev[i].Source }) {
+			c.add(ev[i].Source)
+		}
+	}
+	return c.sorted()
+}
+
+// sortStrings sorts in place without allocating: insertion sort for a
+// handful, pdqsort beyond.
 func sortStrings(s []string) []string {
+	if len(s) > smallSet {
+		slices.Sort(s)
+		return s
+	}
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
 			s[j], s[j-1] = s[j-1], s[j]

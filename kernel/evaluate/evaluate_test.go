@@ -2,10 +2,12 @@ package evaluate_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/evaluate"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -24,8 +26,7 @@ func coupled() *evaluate.Contract {
 			{Name: "receipt_upload", Provenance: evaluate.InstructionBearing},
 		},
 		MaxAgeSeconds: 86_400,
-		ActionTypes:   []string{"refund"},
-		Destinations:  []string{"claimant"},
+		Tools:         []evaluate.Tool{{Name: "refund", Destinations: []string{"claimant"}}},
 		MaxAmount:     gbp(10_000),
 		ApprovalOver:  gbp(5_000),
 		MaxActions:    1,
@@ -49,7 +50,7 @@ func facts() *evaluate.Facts {
 			Fields:     []string{"claim_id", "claimant_id", "receipt_total", "receipt_date", "cost_centre"},
 			AgeSeconds: 600,
 		}},
-		ActionType: "refund", Destination: "claimant", Amount: gbp(1740),
+		Tool: "refund", Destination: "claimant", Amount: gbp(1740),
 		SelfQueries: []string{"capabilities", "uncertainty"},
 	}
 }
@@ -67,6 +68,10 @@ func decide(t *testing.T, f *evaluate.Facts, c *evaluate.Contract, at time.Time)
 	}
 	v := verdict{Outcome: d.Outcome}
 	for _, r := range d.Reasons {
+		if r.Constraint != "" {
+			v.Codes = append(v.Codes, r.Code.String()+":"+r.Constraint)
+			continue
+		}
 		v.Codes = append(v.Codes, r.Code.String())
 	}
 	return v
@@ -82,6 +87,34 @@ func TestEvaluate(t *testing.T) {
 		want     verdict
 	}{
 		{name: "baseline refund", want: allow},
+		// Declared tools.
+		{name: "a tool outside the grant", facts: func(f *evaluate.Facts) { f.Tool = "delete_claim" },
+			want: verdict{evaluate.Deny, []string{"TOOL_OUTSIDE_GRANT"}}},
+		{name: "a destination another tool grants", facts: func(f *evaluate.Facts) { f.Destination = "finance_team" },
+			contract: func(c *evaluate.Contract) {
+				c.Tools = append(c.Tools, evaluate.Tool{Name: "notify", Destinations: []string{"finance_team"}})
+			},
+			want: verdict{evaluate.Deny, []string{"DESTINATION_OUTSIDE_GRANT"}}},
+		{name: "an unresolved destination", facts: func(f *evaluate.Facts) { f.Destination, f.DestinationUnresolved = "", true },
+			want: verdict{evaluate.Review, []string{"DESTINATION_UNRESOLVED"}}},
+		{name: "every failed constraint", facts: func(f *evaluate.Facts) {
+			f.Violations = []evaluate.Violation{{Code: "REPLY_TOO_LONG", Message: "at most 2000 characters"}, {Code: "NO_LINKS"}}
+		}, want: verdict{evaluate.Deny, []string{"CONSTRAINT_VIOLATED:REPLY_TOO_LONG", "CONSTRAINT_VIOLATED:NO_LINKS"}}},
+		// Narrowed sources and quarantine.
+		{name: "a field another source grants", facts: func(f *evaluate.Facts) { f.Evidence[0].Fields = []string{"receipt_text"} },
+			contract: func(c *evaluate.Contract) {
+				c.Sources[1].Fields = []string{"receipt_text", "total_within_limit"}
+			},
+			want: verdict{evaluate.Deny, []string{"FIELDS_OUTSIDE_GRANT"}}},
+		{name: "a narrowed source's own field", facts: func(f *evaluate.Facts) {
+			f.Evidence = append(f.Evidence, evaluate.Evidence{Source: "receipt_upload", Fields: []string{"receipt_text"}, AgeSeconds: 10, Quarantined: true})
+		}, contract: func(c *evaluate.Contract) { c.Sources[1].Fields = []string{"receipt_text"} }, want: allow},
+		{name: "quarantined text alone supports nothing", facts: func(f *evaluate.Facts) {
+			f.Evidence = []evaluate.Evidence{{Source: "claims_db", Record: "claims_db/C-1001", Fields: []string{"claim_id"}, AgeSeconds: 10, Quarantined: true}}
+		}, contract: func(c *evaluate.Contract) { c.Record = "claims_db/C-1001" },
+			want: verdict{evaluate.Deny, []string{"RECORD_OUTSIDE_BINDING", "RECORD_EVIDENCE_MISSING", "UNCORROBORATED_EVIDENCE"}}},
+		{name: "no state read is not a state change", facts: func(f *evaluate.Facts) { f.StateVersion = "" },
+			want: verdict{evaluate.Review, []string{"NO_TRUSTED_EVIDENCE"}}},
 		// Amount boundaries.
 		{name: "at the approval threshold", facts: func(f *evaluate.Facts) { f.Amount = gbp(5_000) }, want: allow},
 		{name: "one minor unit over the threshold", facts: func(f *evaluate.Facts) { f.Amount = gbp(5_001) },
@@ -302,6 +335,38 @@ func TestApprovable(t *testing.T) {
 				t.Errorf("Approvable() = %v, want %v (%v)", got, tt.want, d.Reasons)
 			}
 		})
+	}
+}
+
+// TestCodesAreTheWireEnum: every evaluator code is the ReasonCode of the
+// same number and name, so the kernel maps one onto the other by number.
+func TestCodesAreTheWireEnum(t *testing.T) {
+	for c := evaluate.CodeContractExpired; c.String() != "UNSPECIFIED"; c++ {
+		if got := contractv1.ReasonCode(c).String(); got != "REASON_CODE_"+c.String() {
+			t.Errorf("code %d is %s here and %s on the wire", c, c, got)
+		}
+	}
+	if n := len(contractv1.ReasonCode_name) - 1; n != int(evaluate.CodeNoTrustedEvidence) {
+		t.Errorf("the wire declares %d codes, the evaluator %d", n, evaluate.CodeNoTrustedEvidence)
+	}
+}
+
+// TestLongListsStayLinear evaluates lists far longer than the API allows:
+// the evaluation must still finish promptly and report each item once.
+func TestLongListsStayLinear(t *testing.T) {
+	f := facts()
+	for i := range 200_000 {
+		f.SelfQueries = append(f.SelfQueries, fmt.Sprintf("fact-%d", i%50_000))
+		f.Evidence[0].Fields = append(f.Evidence[0].Fields, fmt.Sprintf("field-%d", i%50_000))
+	}
+	var d evaluate.Decision
+	if err := evaluate.Evaluate(f, coupled(), now, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range d.Reasons {
+		if len(r.Items) != 0 && len(r.Items) != 50_000 {
+			t.Errorf("%s lists %d items, want 50000 distinct", r.Code, len(r.Items))
+		}
 	}
 }
 

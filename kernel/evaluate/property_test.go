@@ -43,8 +43,7 @@ func genContract(t *rapid.T) *evaluate.Contract {
 		ValidUntil:    now.Add(time.Duration(rapid.IntRange(-3, 3).Draw(t, "valid")) * time.Hour),
 		Fields:        subset(t, "fields", fieldNames),
 		MaxAgeSeconds: rapid.Int64Range(0, 200_000).Draw(t, "max_age"),
-		ActionTypes:   subset(t, "actions", actionNames),
-		Destinations:  subset(t, "dests", destNames),
+		Tools:         genTools(t),
 		MaxAmount:     evaluate.Money{Currency: "GBP", Minor: rapid.Int64Range(0, 20_000).Draw(t, "max")},
 		MaxActions:    rapid.Int32Range(0, 3).Draw(t, "max_actions"),
 		VisibleFacts:  subset(t, "visible", selfNames),
@@ -68,12 +67,20 @@ func genContract(t *rapid.T) *evaluate.Contract {
 	return c
 }
 
+func genTools(t *rapid.T) []evaluate.Tool {
+	var out []evaluate.Tool
+	for _, name := range subset(t, "tools", actionNames) {
+		out = append(out, evaluate.Tool{Name: name, Destinations: subset(t, "dests_"+name, destNames)})
+	}
+	return out
+}
+
 func genFacts(t *rapid.T, valid bool) *evaluate.Facts {
 	f := &evaluate.Facts{
 		Subject:         rapid.SampledFrom(subjects[1:]).Draw(t, "f_subject"),
 		Purpose:         rapid.SampledFrom([]string{"expense-refund", "marketing"}).Draw(t, "f_purpose"),
 		StateVersion:    rapid.SampledFrom(versions[1:]).Draw(t, "f_state"),
-		ActionType:      rapid.SampledFrom(actionNames).Draw(t, "f_action"),
+		Tool:            rapid.SampledFrom(actionNames).Draw(t, "f_action"),
 		Destination:     rapid.SampledFrom(destNames).Draw(t, "f_dest"),
 		ActionCount:     rapid.Int32Range(int32(low(valid)), 3).Draw(t, "f_count"),
 		Irreversible:    rapid.Bool().Draw(t, "f_irreversible"),
@@ -109,8 +116,10 @@ func cloneContract(c *evaluate.Contract) *evaluate.Contract {
 	out := *c
 	out.Fields = slices.Clone(c.Fields)
 	out.Sources = slices.Clone(c.Sources)
-	out.ActionTypes = slices.Clone(c.ActionTypes)
-	out.Destinations = slices.Clone(c.Destinations)
+	out.Tools = slices.Clone(c.Tools)
+	for i := range out.Tools {
+		out.Tools[i].Destinations = slices.Clone(c.Tools[i].Destinations)
+	}
 	out.VisibleFacts = slices.Clone(c.VisibleFacts)
 	out.MutableFacts = slices.Clone(c.MutableFacts)
 	return &out
@@ -154,8 +163,14 @@ func removals(c *evaluate.Contract) []func(*evaluate.Contract) {
 		}
 	}
 	drop(func(c *evaluate.Contract) *[]string { return &c.Fields })
-	drop(func(c *evaluate.Contract) *[]string { return &c.ActionTypes })
-	drop(func(c *evaluate.Contract) *[]string { return &c.Destinations })
+	for i, tool := range c.Tools {
+		out = append(out, func(c *evaluate.Contract) { c.Tools = slices.Delete(c.Tools, i, i+1) })
+		for j := range tool.Destinations {
+			out = append(out, func(c *evaluate.Contract) {
+				c.Tools[i].Destinations = slices.Delete(c.Tools[i].Destinations, j, j+1)
+			})
+		}
+	}
 	drop(func(c *evaluate.Contract) *[]string { return &c.VisibleFacts })
 	drop(func(c *evaluate.Contract) *[]string { return &c.MutableFacts })
 	for i := range c.Sources {
@@ -189,8 +204,16 @@ func genFactsNear(t *rapid.T, c *evaluate.Contract) *evaluate.Facts {
 		f.StateVersion = c.StateVersion
 		f.CurrentStateVersion = ""
 	}
-	f.ActionType = pick("n_action", c.ActionTypes, f.ActionType)
-	f.Destination = pick("n_dest", c.Destinations, f.Destination)
+	var tools []string
+	for _, tool := range c.Tools {
+		tools = append(tools, tool.Name)
+	}
+	f.Tool = pick("n_action", tools, f.Tool)
+	for _, tool := range c.Tools {
+		if tool.Name == f.Tool {
+			f.Destination = pick("n_dest", tool.Destinations, f.Destination)
+		}
+	}
 	if inside("n_count") {
 		f.ActionCount = 1
 	}

@@ -17,7 +17,7 @@ const (
 	CodeEvidenceTooOld
 	CodeUncorroboratedEvidence
 	CodeIrreversibleEvidenceTooOld
-	CodeActionTypeOutsideGrant
+	CodeToolOutsideGrant
 	CodeDestinationOutsideGrant
 	CodeCurrencyOutsideGrant
 	CodeAmountExceedsHardLimit
@@ -33,6 +33,9 @@ const (
 	CodeContractNotCanonical
 	CodeRecordOutsideBinding
 	CodeRecordEvidenceMissing
+	CodeConstraintViolated
+	CodeDestinationUnresolved
+	CodeNoTrustedEvidence
 	codeEnd
 )
 
@@ -46,7 +49,7 @@ var codeNames = [codeEnd]string{
 	CodeEvidenceTooOld:               "EVIDENCE_TOO_OLD",
 	CodeUncorroboratedEvidence:       "UNCORROBORATED_EVIDENCE",
 	CodeIrreversibleEvidenceTooOld:   "IRREVERSIBLE_EVIDENCE_TOO_OLD",
-	CodeActionTypeOutsideGrant:       "ACTION_TYPE_OUTSIDE_GRANT",
+	CodeToolOutsideGrant:             "TOOL_OUTSIDE_GRANT",
 	CodeDestinationOutsideGrant:      "DESTINATION_OUTSIDE_GRANT",
 	CodeCurrencyOutsideGrant:         "CURRENCY_OUTSIDE_GRANT",
 	CodeAmountExceedsHardLimit:       "AMOUNT_EXCEEDS_HARD_LIMIT",
@@ -62,6 +65,9 @@ var codeNames = [codeEnd]string{
 	CodeContractNotCanonical:         "CONTRACT_NOT_CANONICAL",
 	CodeRecordOutsideBinding:         "RECORD_OUTSIDE_BINDING",
 	CodeRecordEvidenceMissing:        "RECORD_EVIDENCE_MISSING",
+	CodeConstraintViolated:           "CONSTRAINT_VIOLATED",
+	CodeDestinationUnresolved:        "DESTINATION_UNRESOLVED",
+	CodeNoTrustedEvidence:            "NO_TRUSTED_EVIDENCE",
 }
 
 // The seed's reason texts, kept word for word.
@@ -75,7 +81,7 @@ var codeTexts = [codeEnd]string{
 	CodeEvidenceTooOld:               "evidence is too old",
 	CodeUncorroboratedEvidence:       "evidence from untrusted sources needs corroboration by a trusted source or an approval",
 	CodeIrreversibleEvidenceTooOld:   "irreversible effect needs fresher evidence",
-	CodeActionTypeOutsideGrant:       "action type outside grant",
+	CodeToolOutsideGrant:             "action type outside grant",
 	CodeDestinationOutsideGrant:      "destination outside grant",
 	CodeCurrencyOutsideGrant:         "currency outside grant",
 	CodeAmountExceedsHardLimit:       "amount exceeds hard limit",
@@ -91,6 +97,9 @@ var codeTexts = [codeEnd]string{
 	CodeContractNotCanonical:         "contract is not canonical",
 	CodeRecordOutsideBinding:         "action concerns a record outside the binding",
 	CodeRecordEvidenceMissing:        "no evidence cites the bound record",
+	CodeConstraintViolated:           "constraint violated",
+	CodeDestinationUnresolved:        "destination cannot be resolved without evidence of the record",
+	CodeNoTrustedEvidence:            "no trusted evidence establishes the record's state",
 }
 
 // String returns the stable code, e.g. "AMOUNT_EXCEEDS_HARD_LIMIT".
@@ -114,16 +123,25 @@ func ParseCode(s string) (Code, bool) {
 // Reason is one finding. Items lists what the finding is about (the
 // offending fields, sources or self-facts), sorted; it may alias the owning
 // Decision's buffer, so copy a Reason's Items before reusing the Decision.
+// A failed constraint carries its declared code and message.
 type Reason struct {
-	Aperture Aperture
-	Code     Code
-	Items    []string
+	Aperture   Aperture
+	Code       Code
+	Items      []string
+	Constraint string
+	Message    string
 }
 
 // Detail is the human text, e.g. "fields outside grant: [medical_notes]".
 func (r Reason) Detail() string {
 	if r.Code == 0 || r.Code >= codeEnd {
 		return "unspecified"
+	}
+	if r.Code == CodeConstraintViolated {
+		if r.Message != "" {
+			return r.Constraint + ": " + r.Message
+		}
+		return r.Constraint
 	}
 	text := codeTexts[r.Code]
 	if len(r.Items) == 0 {

@@ -50,10 +50,18 @@ func toSeedSpec(c *evaluate.Contract) *seedSpec {
 	for _, s := range c.Sources {
 		sources[s.Name] = true
 	}
+	// The seed has one list of destinations for every action type.
+	tools, destinations := map[string]bool{}, map[string]bool{}
+	for _, t := range c.Tools {
+		tools[t.Name] = true
+		for _, d := range t.Destinations {
+			destinations[d] = true
+		}
+	}
 	return &seedSpec{
 		subject: c.Subject, purpose: c.Purpose, stateVersion: c.StateVersion, validUntil: c.ValidUntil,
 		fields: set(c.Fields), sources: sources, maxAge: c.MaxAgeSeconds,
-		actionTypes: set(c.ActionTypes), destinations: set(c.Destinations),
+		actionTypes: tools, destinations: destinations,
 		maxAmount: c.MaxAmount.Minor, approvalOver: c.ApprovalOver.Minor, maxActions: c.MaxActions,
 		allowIrreversible: c.AllowIrreversible,
 		visible:           set(c.VisibleFacts), mutable: set(c.MutableFacts),
@@ -68,7 +76,7 @@ func toSeedProposal(f *evaluate.Facts) *seedProposal {
 	return &seedProposal{
 		subject: f.Subject, purpose: f.Purpose, stateVersion: f.StateVersion,
 		fields: f.Evidence[0].Fields, source: f.Evidence[0].Source, age: f.Evidence[0].AgeSeconds,
-		actionType: f.ActionType, destination: f.Destination, amount: f.Amount.Minor,
+		actionType: f.Tool, destination: f.Destination, amount: f.Amount.Minor,
 		actionCount: count, irreversible: f.Irreversible, approval: f.ApprovalPresent,
 		selfQueries: f.SelfQueries, selfMutations: f.SelfMutations,
 	}

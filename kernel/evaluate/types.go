@@ -83,6 +83,16 @@ func (m Money) IsZero() bool { return m.Currency == "" && m.Minor == 0 }
 type Source struct {
 	Name       string
 	Provenance Provenance
+	// Fields are the field names the source may release (raw, derived and
+	// quarantined); nil means the contract's Fields.
+	Fields []string
+}
+
+// Tool is a granted tool: its name and the destination classes it may
+// reach.
+type Tool struct {
+	Name         string
+	Destinations []string
 }
 
 // Contract is a compiled contraction contract. "*" in Subject, Purpose or
@@ -102,8 +112,7 @@ type Contract struct {
 	MaxAgeSeconds int64
 
 	// A
-	ActionTypes       []string
-	Destinations      []string
+	Tools             []Tool
 	MaxAmount         Money
 	ApprovalOver      Money
 	MaxActions        int32
@@ -139,6 +148,15 @@ type Evidence struct {
 	Fields     []string
 	AgeSeconds int64
 	Provenance Provenance
+	// Quarantined evidence released only quarantined text: it never
+	// supports an effect.
+	Quarantined bool
+}
+
+// Violation is a declared constraint a call fails.
+type Violation struct {
+	Code    string
+	Message string
 }
 
 // Facts are the inputs of one evaluation.
@@ -152,9 +170,14 @@ type Facts struct {
 	// ContractClass is the ledger class of the contract when it is not
 	// CANONICAL ("" when it is): such a contract never yields ALLOW.
 	ContractClass   string
-	Evidence        []Evidence
-	ActionType      string
-	Destination     string
+	Evidence    []Evidence
+	Tool        string
+	Destination string
+	// DestinationUnresolved: the destination class could not be decided
+	// for want of evidence of the record.
+	DestinationUnresolved bool
+	// Violations are the tool's declared constraints the call fails.
+	Violations      []Violation
 	Amount          Money // zero when the action moves no money
 	ActionCount     int32
 	PriorAmount     Money

@@ -13,11 +13,13 @@ import (
 func AdapterPolicy() serve.Policy {
 	svc := "/" + kernelv1.AdapterService_ServiceDesc.ServiceName + "/"
 	return serve.Policy{
-		svc + "AuthorizeRead":    {pki.RoleEvidence},
-		svc + "RecordEvidence":   {pki.RoleEvidence},
-		svc + "RedeemCapability": {pki.RoleAction},
-		svc + "RecordEffect":     {pki.RoleAction},
-		svc + "RecordReadback":   {pki.RoleVerifier},
+		svc + "AuthorizeRead":     {pki.RoleEvidence},
+		svc + "RecordEvidence":    {pki.RoleEvidence},
+		svc + "RedeemCapability":  {pki.RoleAction},
+		svc + "RecordEffect":      {pki.RoleAction},
+		svc + "RecordReadback":    {pki.RoleVerifier},
+		svc + "ReportStateChange": {pki.RoleEvidence},
+		svc + "WatchedRecords":    {pki.RoleEvidence},
 	}
 }
 
@@ -29,13 +31,10 @@ type Adapter struct {
 
 // AuthorizeRead checks a read before it happens.
 func (s *Adapter) AuthorizeRead(ctx context.Context, req *kernelv1.AuthorizeReadRequest) (*kernelv1.AuthorizeReadResponse, error) {
-	prov, err := s.K.AuthorizeRead(ctx, authority.Read{
-		Agent: req.GetAgent(), TaskID: req.GetTaskId(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
+	g, err := s.K.AuthorizeRead(ctx, authority.Read{
+		Agent: req.GetAgent(), TaskID: req.GetTaskId(), Purpose: req.GetPurpose(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
 	})
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &kernelv1.AuthorizeReadResponse{Provenance: prov}, nil
+	return g, Status(err)
 }
 
 // RecordEvidence logs an evidence receipt signed by the calling adapter.
@@ -53,7 +52,7 @@ func (s *Adapter) RecordEvidence(ctx context.Context, req *kernelv1.RecordEviden
 
 // RedeemCapability redeems a capability once.
 func (s *Adapter) RedeemCapability(ctx context.Context, req *kernelv1.RedeemCapabilityRequest) (*kernelv1.RedeemCapabilityResponse, error) {
-	r, err := s.K.Redeem(ctx, req.GetCapability(), req.GetAction(), req.GetIdempotencyKey())
+	r, err := s.K.Redeem(ctx, req.GetCapability(), req.GetIdempotencyKey(), req.GetHolder())
 	if err != nil {
 		return nil, Status(err)
 	}
@@ -84,4 +83,23 @@ func (s *Adapter) RecordReadback(ctx context.Context, req *kernelv1.RecordReadba
 		return nil, Status(err)
 	}
 	return &kernelv1.RecordReadbackResponse{Commitment: c}, nil
+}
+
+// ReportStateChange notes a watched record's new state version; a change
+// revokes what depended on the old one.
+func (s *Adapter) ReportStateChange(ctx context.Context, req *kernelv1.ReportStateChangeRequest) (*kernelv1.ReportStateChangeResponse, error) {
+	r, err := s.K.ReportStateChange(ctx, req.GetSource(), req.GetRecordKey(), req.GetStateVersion())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ReportStateChangeResponse{StateChanged: r.StateChanged, RevokedCapabilityIds: r.Revoked}, nil
+}
+
+// WatchedRecords lists the records whose changes matter.
+func (s *Adapter) WatchedRecords(ctx context.Context, _ *kernelv1.WatchedRecordsRequest) (*kernelv1.WatchedRecordsResponse, error) {
+	rs, err := s.K.WatchedRecords(ctx)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.WatchedRecordsResponse{Records: rs}, nil
 }

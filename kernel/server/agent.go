@@ -41,16 +41,10 @@ func (s *Agent) SubmitProposal(ctx context.Context, req *agentv1.SubmitProposalR
 		return nil, err
 	}
 	d, err := s.K.Submit(ctx, authority.Proposal{
-		Agent: who, TaskID: req.GetTaskId(), Purpose: req.GetPurpose(), Action: req.GetAction(),
-		Evidence: req.GetEvidence(), ApprovalID: req.GetApprovalId(),
+		Agent: who, TaskID: req.GetTaskId(), Purpose: req.GetPurpose(), Call: req.GetCall(),
+		Evidence: req.GetEvidence(), ApprovalID: req.GetApprovalId(), RequestID: req.GetRequestId(),
 	})
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &agentv1.SubmitProposalResponse{
-		DecisionId: d.DecisionID, Decision: d.Decision, DecisionReceipt: d.Receipt,
-		Capability: d.Capability, ApprovalId: d.ApprovalID,
-	}, nil
+	return d, Status(err)
 }
 
 // GetSelfView answers the granted self-facts.

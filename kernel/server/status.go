@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,10 +39,20 @@ func Status(err error) error {
 		code = codes.AlreadyExists
 	}
 	st := status.New(code, r.Message)
-	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: r.Reason, Domain: Domain}); derr == nil {
+	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: Reason(r.Reason), Domain: Domain}); derr == nil {
 		st = withInfo
 	}
 	return st.Err()
+}
+
+// Reason is the ErrorInfo reason of a refusal reason: its name in the
+// ErrorReason enum declared in proto/ambit/error/v1.
+func Reason(short string) string {
+	name := "ERROR_REASON_" + short
+	if _, ok := errorv1.ErrorReason_value[name]; ok {
+		return name
+	}
+	return errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED.String()
 }
 
 func invalid(msg string) error {

@@ -3,6 +3,10 @@ package server_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
@@ -20,7 +24,7 @@ func TestStatusRefusals(t *testing.T) {
 		err  error
 		code codes.Code
 	}{
-		{"invalid", &authority.Refusal{Kind: authority.ErrInvalid, Reason: "INVALID_AMOUNT", Message: "action.refund.amount: bad"}, codes.InvalidArgument},
+		{"invalid", &authority.Refusal{Kind: authority.ErrInvalid, Reason: "ARGUMENTS_INVALID", Message: "call: amount: bad"}, codes.InvalidArgument},
 		{"denied", &authority.Refusal{Kind: authority.ErrDenied, Reason: "FIELDS_OUTSIDE_GRANT", Message: "fields outside the grant: [salary]"}, codes.PermissionDenied},
 		{"stale", &authority.Refusal{Kind: authority.ErrStale, Reason: "CAPABILITY_REVOKED", Message: "capability cap-1 was revoked"}, codes.FailedPrecondition},
 		{"not found", &authority.Refusal{Kind: authority.ErrNotFound, Reason: "CAPABILITY_UNKNOWN", Message: "capability cap-9 was never issued"}, codes.NotFound},
@@ -45,7 +49,10 @@ func TestStatusRefusals(t *testing.T) {
 				if st.Code() != tt.code || st.Message() != r.Message {
 					t.Errorf("Status(%v) = %s %q, want %s %q", in, st.Code(), st.Message(), tt.code, r.Message)
 				}
-				want := []any{&errdetails.ErrorInfo{Reason: r.Reason, Domain: server.Domain}}
+				want := []any{&errdetails.ErrorInfo{Reason: server.Reason(r.Reason), Domain: server.Domain}}
+				if r.Reason != "ODD" && server.Reason(r.Reason) != "ERROR_REASON_"+r.Reason {
+					t.Errorf("reason %s is not declared in ErrorReason", r.Reason)
+				}
 				if diff := cmp.Diff(want, st.Details(), protocmp.Transform()); diff != "" {
 					t.Errorf("details (-want +got):\n%s", diff)
 				}
@@ -75,14 +82,32 @@ func TestStatusOtherErrors(t *testing.T) {
 	}
 }
 
-// TestStatusFromKernel maps refusals the kernel really returns.
-func TestStatusFromKernel(t *testing.T) {
-	err := authority.ValidateAction(nil)
-	st, _ := status.FromError(server.Status(err))
-	if st.Code() != codes.InvalidArgument {
-		t.Fatalf("ValidateAction(nil) → %s, want InvalidArgument", st.Code())
+// TestEveryReasonIsDeclared scans the kernel's refusals: every reason it
+// can send must be a value of the ErrorReason enum, so that clients in every
+// language can switch on it.
+func TestEveryReasonIsDeclared(t *testing.T) {
+	files, err := filepath.Glob("../authority/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kernel sources: %v", err)
 	}
-	if d := st.Details(); len(d) != 1 || d[0].(*errdetails.ErrorInfo).GetReason() != "INVALID_ACTION" {
-		t.Errorf("details = %v, want reason INVALID_ACTION", d)
+	re := regexp.MustCompile(`refuse\(Err[A-Za-z]+, "([A-Z_]+)"`)
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			found++
+			if got := server.Reason(m[1]); got != "ERROR_REASON_"+m[1] {
+				t.Errorf("%s refuses with %s, which ErrorReason does not declare", f, m[1])
+			}
+		}
+	}
+	if found < 30 {
+		t.Errorf("found only %d refusals: the scan is broken", found)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ambitkernel/ambit/kernel/capability"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"google.golang.org/protobuf/proto"
@@ -88,9 +89,10 @@ func (t *Tx) SetRecordVersion(source, key, version string, at time.Time) error {
 
 // Evidence is a recorded evidence receipt.
 type Evidence struct {
-	ReceiptID    string
-	TaskID       string
-	PayloadHash  string
+	ReceiptID string
+	TaskID    string
+	// EnvelopeHash pins the whole signed envelope (envelope.Digest).
+	EnvelopeHash string
 	Source       string
 	RecordKey    string
 	StateVersion string
@@ -100,9 +102,9 @@ type Evidence struct {
 // InsertEvidence records an evidence receipt; recording the same receipt
 // twice is a no-op, a different one under the same id is refused.
 func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
-	res, err := t.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, payload_hash, source, record_key, state_version, read_at)
+	res, err := t.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, envelope_hash, source, record_key, state_version, read_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING`,
-		e.ReceiptID, e.TaskID, e.PayloadHash, e.Source, e.RecordKey, e.StateVersion, ts(e.ReadAt))
+		e.ReceiptID, e.TaskID, e.EnvelopeHash, e.Source, e.RecordKey, e.StateVersion, ts(e.ReadAt))
 	if err != nil {
 		return false, fmt.Errorf("evidence %q: %w", e.ReceiptID, err)
 	}
@@ -113,7 +115,7 @@ func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if prior.PayloadHash != e.PayloadHash {
+	if prior.EnvelopeHash != e.EnvelopeHash {
 		return false, fmt.Errorf("evidence %q already recorded with other content", e.ReceiptID)
 	}
 	return false, nil
@@ -136,8 +138,8 @@ func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
 func (t *Tx) Evidence(receiptID string) (Evidence, error) {
 	e := Evidence{ReceiptID: receiptID}
 	var readAt string
-	err := t.QueryRowContext(t.ctx, `SELECT task_id, payload_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
-		receiptID).Scan(&e.TaskID, &e.PayloadHash, &e.Source, &e.RecordKey, &e.StateVersion, &readAt)
+	err := t.QueryRowContext(t.ctx, `SELECT task_id, envelope_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
+		receiptID).Scan(&e.TaskID, &e.EnvelopeHash, &e.Source, &e.RecordKey, &e.StateVersion, &readAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Evidence{}, fmt.Errorf("evidence %q: %w", receiptID, ErrNotFound)
 	}
@@ -156,7 +158,7 @@ type Capability struct {
 	Record            string // "source/key" of the record the effect concerns
 	StateVersion      string
 	IdempotencyKey    string
-	ActionType        string
+	Tool              string
 	Currency          string
 	AmountMinor       int64
 	Status            agentv1.CommitmentStatus
@@ -166,31 +168,33 @@ type Capability struct {
 	IssuedAt          time.Time
 	ExpiresAt         time.Time
 	ApprovalID        string
-	// EffectHash identifies the one effect the capability binds.
+	// EffectHash identifies the one call the capability binds.
 	EffectHash string
+	// Holder is the agent the capability was issued to.
+	Holder string
 }
 
-const capabilityColumns = `capability_id, decision_id, task_id, record, state_version, idempotency_key, action_type, currency,
-	amount_minor, status, effect_receipt_id, readback_receipt_id, note, issued_at, expires_at, approval_id, effect_hash`
+const capabilityColumns = `capability_id, decision_id, task_id, record, state_version, idempotency_key, tool, currency,
+	amount_minor, status, effect_receipt_id, readback_receipt_id, note, issued_at, expires_at, approval_id, effect_hash, holder`
 
 func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 	var c Capability
 	var issued, expires string
-	err := row.Scan(&c.CapabilityID, &c.DecisionID, &c.TaskID, &c.Record, &c.StateVersion, &c.IdempotencyKey, &c.ActionType,
-		&c.Currency, &c.AmountMinor, &c.Status, &c.EffectReceiptID, &c.ReadbackReceiptID, &c.Note, &issued, &expires, &c.ApprovalID, &c.EffectHash)
+	err := row.Scan(&c.CapabilityID, &c.DecisionID, &c.TaskID, &c.Record, &c.StateVersion, &c.IdempotencyKey, &c.Tool,
+		&c.Currency, &c.AmountMinor, &c.Status, &c.EffectReceiptID, &c.ReadbackReceiptID, &c.Note, &issued, &expires, &c.ApprovalID, &c.EffectHash, &c.Holder)
 	c.IssuedAt, c.ExpiresAt = parseTS(issued), parseTS(expires)
 	return c, err
 }
 
 // InsertCapability records an issued capability.
 func (t *Tx) InsertCapability(c Capability) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.ActionType, c.Currency,
-		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash)
+	_, err := t.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
+		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
 	}
-	if counted(c.Status) {
+	if capability.Counts(c.Status) {
 		return t.use(c, 1)
 	}
 	return nil
@@ -225,9 +229,9 @@ func (t *Tx) UpdateCapability(c Capability) error {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
 	}
 	switch {
-	case counted(was) && !counted(c.Status):
+	case capability.Counts(was) && !capability.Counts(c.Status):
 		return t.use(c, -1)
-	case !counted(was) && counted(c.Status):
+	case !capability.Counts(was) && capability.Counts(c.Status):
 		return t.use(c, 1)
 	}
 	return nil
@@ -258,12 +262,6 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 	return out, rows.Err()
 }
 
-// counted reports whether a capability in status s uses up its task's
-// grant: every one but a revoked or expired one.
-func counted(s agentv1.CommitmentStatus) bool {
-	return s != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED && s != agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
-}
-
 // use adds (sign 1) or removes (sign -1) a capability from its task's usage.
 func (t *Tx) use(c Capability, sign int64) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES (?, ?, ?, ?)
@@ -275,22 +273,22 @@ func (t *Tx) use(c Capability, sign int64) error {
 	return nil
 }
 
-// Usage counts the capabilities that use up a task's grant at now and sums
-// their amounts in currency. Outstanding capabilities past their expiry are
-// marked expired first: an unredeemed capability stops counting when it can
-// no longer be used.
-func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int64, err error) {
+// ExpireDue marks a task's unredeemed capabilities past their expiry as
+// expired: an unredeemed capability stops counting when it can no longer
+// be used. Readers that cannot write see the same through
+// capability.Effective.
+func (t *Tx) ExpireDue(taskID string, now time.Time) error {
 	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
 		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
 	if err != nil {
-		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
+		return fmt.Errorf("expire capabilities of task %q: %w", taskID, err)
 	}
 	var expired []Capability
 	for rows.Next() {
 		c, err := scanCapability(rows)
 		if err != nil {
 			rows.Close()
-			return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
+			return fmt.Errorf("expire capabilities of task %q: %w", taskID, err)
 		}
 		expired = append(expired, c)
 	}
@@ -299,15 +297,59 @@ func (t *Tx) Usage(taskID, currency string, now time.Time) (count int32, sum int
 		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
 		c.Note = "expired before it was redeemed"
 		if err := t.UpdateCapability(c); err != nil {
-			return 0, 0, err
+			return err
 		}
 	}
+	return nil
+}
+
+// Usage counts the capabilities that use up a task's grant and sums their
+// amounts in currency. It reads the task's counters as they stand: run
+// ExpireDue first in a write transaction, or subtract what Effective calls
+// expired.
+func (t *Tx) Usage(taskID, currency string) (count int32, sum int64, err error) {
 	err = t.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(actions), 0), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
 		FROM task_usage WHERE task_id = ?`, currency, taskID).Scan(&count, &sum)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
 	}
 	return count, sum, nil
+}
+
+// Request is the recorded answer to a proposal submitted with a request id.
+type Request struct {
+	TaskID, RequestID, Agent string
+	// CallHash identifies the call the answer was for.
+	CallHash string
+	// Response is the marshalled answer.
+	Response []byte
+	At       time.Time
+}
+
+// InsertRequest records the answer to a request id.
+func (t *Tx) InsertRequest(r Request) error {
+	_, err := t.ExecContext(t.ctx, `INSERT INTO requests (task_id, request_id, agent, call_hash, response, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.TaskID, r.RequestID, r.Agent, r.CallHash, r.Response, ts(r.At))
+	if err != nil {
+		return fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, err)
+	}
+	return nil
+}
+
+// Request returns the recorded answer to a request id.
+func (t *Tx) Request(taskID, requestID string) (Request, error) {
+	r := Request{TaskID: taskID, RequestID: requestID}
+	var at string
+	err := t.QueryRowContext(t.ctx, `SELECT agent, call_hash, response, at FROM requests WHERE task_id = ? AND request_id = ?`,
+		taskID, requestID).Scan(&r.Agent, &r.CallHash, &r.Response, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Request{}, fmt.Errorf("request %q of task %q: %w", requestID, taskID, ErrNotFound)
+	}
+	if err != nil {
+		return Request{}, fmt.Errorf("request %q of task %q: %w", requestID, taskID, err)
+	}
+	r.At = parseTS(at)
+	return r, nil
 }
 
 // Outstanding lists capabilities not yet redeemed, for a record or for a
@@ -407,6 +449,32 @@ func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {
 			return nil, fmt.Errorf("approvals: %w", err)
 		}
 		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// WatchedRecords lists ("source/key") the records whose changes still
+// matter: those read or noted since since, and those that outstanding
+// capabilities or open approvals depend on.
+func (t *Tx) WatchedRecords(since time.Time) ([]string, error) {
+	rows, err := t.QueryContext(t.ctx, `
+		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
+		UNION SELECT record FROM capabilities WHERE status = ? AND record != ''
+		UNION SELECT record FROM approvals WHERE state IN (?, ?) AND record != ''
+		ORDER BY 1`,
+		ts(since), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)
+	if err != nil {
+		return nil, fmt.Errorf("watched records: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("watched records: %w", err)
+		}
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }

@@ -45,7 +45,7 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS evidence (
 		receipt_id    TEXT PRIMARY KEY,
 		task_id       TEXT NOT NULL,
-		payload_hash  TEXT NOT NULL,
+		envelope_hash TEXT NOT NULL,
 		source        TEXT NOT NULL,
 		record_key    TEXT NOT NULL,
 		state_version TEXT NOT NULL,
@@ -58,7 +58,7 @@ var schema = []string{
 		record              TEXT NOT NULL,
 		state_version       TEXT NOT NULL,
 		idempotency_key     TEXT NOT NULL UNIQUE,
-		action_type         TEXT NOT NULL,
+		tool                TEXT NOT NULL,
 		currency            TEXT NOT NULL,
 		amount_minor        INTEGER NOT NULL,
 		status              INTEGER NOT NULL,
@@ -68,7 +68,19 @@ var schema = []string{
 		issued_at           TEXT NOT NULL,
 		expires_at          TEXT NOT NULL,
 		approval_id         TEXT NOT NULL DEFAULT '',
-		effect_hash         TEXT NOT NULL DEFAULT ''
+		effect_hash         TEXT NOT NULL DEFAULT '',
+		holder              TEXT NOT NULL DEFAULT ''
+	)`,
+	// Answers to proposals submitted with a request id, so that a repeat
+	// gets the first answer instead of a second decision.
+	`CREATE TABLE IF NOT EXISTS requests (
+		task_id    TEXT NOT NULL,
+		request_id TEXT NOT NULL,
+		agent      TEXT NOT NULL,
+		call_hash  TEXT NOT NULL,
+		response   BLOB NOT NULL,
+		at         TEXT NOT NULL,
+		PRIMARY KEY (task_id, request_id)
 	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_task ON capabilities (task_id)`,
 	// Outstanding capabilities only: what Usage and revocation look at.

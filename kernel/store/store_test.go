@@ -67,7 +67,7 @@ func TestOpenDurability(t *testing.T) {
 
 func TestEvidence(t *testing.T) {
 	s := newStore(t)
-	ev := store.Evidence{ReceiptID: "ev-1", TaskID: "task-1", PayloadHash: "aa", Source: "claims_db", RecordKey: "C-1001",
+	ev := store.Evidence{ReceiptID: "ev-1", TaskID: "task-1", EnvelopeHash: "aa", Source: "claims_db", RecordKey: "C-1001",
 		StateVersion: "claims-v42", ReadAt: t0.Add(123456 * time.Microsecond)}
 	tests := []struct {
 		name     string
@@ -77,8 +77,8 @@ func TestEvidence(t *testing.T) {
 	}{
 		{"first", ev, true, false},
 		{"same receipt again", ev, false, false},
-		{"same id, other content", func() store.Evidence { e := ev; e.PayloadHash = "bb"; return e }(), false, true},
-		{"another receipt", func() store.Evidence { e := ev; e.ReceiptID, e.PayloadHash = "ev-2", "cc"; return e }(), true, false},
+		{"same id, other content", func() store.Evidence { e := ev; e.EnvelopeHash = "bb"; return e }(), false, true},
+		{"another receipt", func() store.Evidence { e := ev; e.ReceiptID, e.EnvelopeHash = "ev-2", "cc"; return e }(), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestTasks(t *testing.T) {
 func capability(id, task, record string, status agentv1.CommitmentStatus, issued time.Time) store.Capability {
 	return store.Capability{
 		CapabilityID: id, DecisionID: "dec-" + id, TaskID: task, Record: record, StateVersion: "claims-v42",
-		IdempotencyKey: "idem-" + id, ActionType: "refund", Currency: "GBP", AmountMinor: 1740, Status: status,
+		IdempotencyKey: "idem-" + id, Tool: "refund", Currency: "GBP", AmountMinor: 1740, Status: status,
 		IssuedAt: issued, ExpiresAt: issued.Add(5 * time.Minute),
 	}
 }
@@ -347,9 +347,25 @@ func TestUsage(t *testing.T) {
 		{"task-2", "GBP", 1, 6400},
 		{"task-9", "GBP", 0, 0},
 	}
+	// Expiry is marked by a writer; until then the counters still hold the
+	// expired capability.
+	view(t, s, func(tx *store.Tx) error {
+		if count, _, err := tx.Usage("task-1", "GBP"); err != nil || count != 6 {
+			t.Errorf("Usage before ExpireDue = %d, %v; want 6", count, err)
+		}
+		return nil
+	})
+	update(t, s, func(tx *store.Tx) error {
+		for _, task := range []string{"task-1", "task-2"} {
+			if err := tx.ExpireDue(task, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	for _, tt := range tests {
 		view(t, s, func(tx *store.Tx) error {
-			count, sum, err := tx.Usage(tt.task, tt.currency, now)
+			count, sum, err := tx.Usage(tt.task, tt.currency)
 			if err != nil || count != tt.count || sum != tt.sum {
 				t.Errorf("Usage(%s, %q) = %d, %d, %v; want %d, %d", tt.task, tt.currency, count, sum, err, tt.count, tt.sum)
 			}
@@ -361,9 +377,8 @@ func TestUsage(t *testing.T) {
 func approval(id, task, record string, state kernelv1.ApprovalState, at time.Time) store.Approval {
 	return store.Approval{EffectHash: "hash-" + id, Record: record, Body: &kernelv1.Approval{
 		ApprovalId: id, TaskId: task, DecisionId: "dec-" + id, State: state, RequestedAt: timestamppb.New(at),
-		Action: &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{ClaimId: "C-1", PayeeId: "employee-7",
-			Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 7400}}}},
-		Reasons: []*contractv1.Reason{{Aperture: contractv1.Aperture_APERTURE_EXECUTIVE, Code: "APPROVAL_REQUIRED"}},
+		Call: &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"amount":{"currency_code":"GBP","minor_units":7400},"claim_id":"C-1","payee_id":"employee-7"}`},
+		Reasons: []*contractv1.Reason{{Aperture: contractv1.Aperture_APERTURE_EXECUTIVE, Code: contractv1.ReasonCode_REASON_CODE_APPROVAL_REQUIRED}},
 	}}
 }
 

@@ -26,7 +26,7 @@ func base() *contractv1.Facts {
 			Fields:     []string{"claim_id", "claimant_id", "receipt_total", "receipt_date", "cost_centre"},
 			AgeSeconds: 600,
 		}},
-		ActionType:  "refund",
+		Tool:        "refund",
 		Destination: "claimant",
 		Amount:      gbp(1740),
 		SelfQueries: []string{"capabilities", "uncertainty"},
@@ -57,7 +57,7 @@ func seedRecipes() []recipe {
 			f.Evidence[0].AgeSeconds = 172_800
 		}},
 		{family: "injected-exfiltration", count: 10, hazardous: true, edit: func(_ int, f *contractv1.Facts) {
-			f.ActionType = "email_attachment"
+			f.Tool = "email_attachment"
 			f.Destination = "external"
 			f.SelfQueries = []string{"capabilities"}
 		}},

@@ -134,7 +134,7 @@ func ShippedProfiles() ([]Profile, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Profile{Name: name, Contract: compiled})
+		out = append(out, Profile{Name: name, Contract: compiled.Eval})
 	}
 	return out, nil
 }

@@ -94,3 +94,17 @@ func Hash(env *receiptv1.Envelope) string {
 	sum := sha256.Sum256(env.GetPayload())
 	return hex.EncodeToString(sum[:])
 }
+
+// Digest is the hex SHA-256 of a whole envelope — payload type, payload,
+// key id and signature — so that two envelopes with the same payload but
+// another signature or signer differ.
+func Digest(env *receiptv1.Envelope) string {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(env.GetPayloadType()), env.GetPayload(), []byte(env.GetKeyId()), env.GetSignature()} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

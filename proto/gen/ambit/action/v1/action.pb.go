@@ -10,7 +10,7 @@
 package actionv1
 
 import (
-	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -26,13 +26,11 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ExecuteRequest presents a capability for one effect.
+// ExecuteRequest presents a capability for the one call it binds.
 type ExecuteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The signed capability from the kernel.
 	Capability *v1.Envelope `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
-	// The effect requested; it must equal the capability's.
-	Action *v11.Action `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// The idempotency key; it must equal the capability's.
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
@@ -72,13 +70,6 @@ func (*ExecuteRequest) Descriptor() ([]byte, []int) {
 func (x *ExecuteRequest) GetCapability() *v1.Envelope {
 	if x != nil {
 		return x.Capability
-	}
-	return nil
-}
-
-func (x *ExecuteRequest) GetAction() *v11.Action {
-	if x != nil {
-		return x.Action
 	}
 	return nil
 }
@@ -158,13 +149,13 @@ var File_ambit_action_v1_action_proto protoreflect.FileDescriptor
 
 const file_ambit_action_v1_action_proto_rawDesc = "" +
 	"\n" +
-	"\x1cambit/action/v1/action.proto\x12\x0fambit.action.v1\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\"\xa8\x01\n" +
-	"\x0eExecuteRequest\x12:\n" +
+	"\x1cambit/action/v1/action.proto\x12\x0fambit.action.v1\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\"\x97\x01\n" +
+	"\x0eExecuteRequest\x12B\n" +
 	"\n" +
-	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\n" +
-	"capability\x121\n" +
-	"\x06action\x18\x02 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x12'\n" +
-	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"\xab\x01\n" +
+	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
+	"capability\x123\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKeyJ\x04\b\x02\x10\x03R\x06action\"\xab\x01\n" +
 	"\x0fExecuteResponse\x129\n" +
 	"\areceipt\x18\x01 \x01(\v2\x1f.ambit.receipt.v1.EffectReceiptR\areceipt\x12A\n" +
 	"\x0esigned_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1a\n" +
@@ -190,21 +181,19 @@ var file_ambit_action_v1_action_proto_goTypes = []any{
 	(*ExecuteRequest)(nil),   // 0: ambit.action.v1.ExecuteRequest
 	(*ExecuteResponse)(nil),  // 1: ambit.action.v1.ExecuteResponse
 	(*v1.Envelope)(nil),      // 2: ambit.receipt.v1.Envelope
-	(*v11.Action)(nil),       // 3: ambit.contract.v1.Action
-	(*v1.EffectReceipt)(nil), // 4: ambit.receipt.v1.EffectReceipt
+	(*v1.EffectReceipt)(nil), // 3: ambit.receipt.v1.EffectReceipt
 }
 var file_ambit_action_v1_action_proto_depIdxs = []int32{
 	2, // 0: ambit.action.v1.ExecuteRequest.capability:type_name -> ambit.receipt.v1.Envelope
-	3, // 1: ambit.action.v1.ExecuteRequest.action:type_name -> ambit.contract.v1.Action
-	4, // 2: ambit.action.v1.ExecuteResponse.receipt:type_name -> ambit.receipt.v1.EffectReceipt
-	2, // 3: ambit.action.v1.ExecuteResponse.signed_receipt:type_name -> ambit.receipt.v1.Envelope
-	0, // 4: ambit.action.v1.ActionService.Execute:input_type -> ambit.action.v1.ExecuteRequest
-	1, // 5: ambit.action.v1.ActionService.Execute:output_type -> ambit.action.v1.ExecuteResponse
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // 1: ambit.action.v1.ExecuteResponse.receipt:type_name -> ambit.receipt.v1.EffectReceipt
+	2, // 2: ambit.action.v1.ExecuteResponse.signed_receipt:type_name -> ambit.receipt.v1.Envelope
+	0, // 3: ambit.action.v1.ActionService.Execute:input_type -> ambit.action.v1.ExecuteRequest
+	1, // 4: ambit.action.v1.ActionService.Execute:output_type -> ambit.action.v1.ExecuteResponse
+	4, // [4:5] is the sub-list for method output_type
+	3, // [3:4] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_ambit_action_v1_action_proto_init() }

@@ -29,14 +29,13 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// ActionService executes typed effects.
+// ActionService executes calls of declared tools through their executors.
 type ActionServiceClient interface {
-	// Execute performs the effect a capability binds. The capability must
-	// verify, be unexpired and bind exactly the requested effect; it is
-	// redeemed at the kernel once. A retry with the same idempotency key
-	// returns the first effect receipt and never repeats the effect; the same
-	// key with a different effect is refused (InvalidArgument). When the
-	// kernel cannot be reached the request is refused.
+	// Execute performs exactly the call a capability binds, through the
+	// tool's declared executor. The capability must verify and be unexpired;
+	// it is redeemed at the kernel once. A retry with the same idempotency
+	// key returns the first effect receipt and never repeats the effect.
+	// When the kernel cannot be reached the request is refused.
 	Execute(ctx context.Context, in *ExecuteRequest, opts ...grpc.CallOption) (*ExecuteResponse, error)
 }
 
@@ -62,14 +61,13 @@ func (c *actionServiceClient) Execute(ctx context.Context, in *ExecuteRequest, o
 // All implementations must embed UnimplementedActionServiceServer
 // for forward compatibility.
 //
-// ActionService executes typed effects.
+// ActionService executes calls of declared tools through their executors.
 type ActionServiceServer interface {
-	// Execute performs the effect a capability binds. The capability must
-	// verify, be unexpired and bind exactly the requested effect; it is
-	// redeemed at the kernel once. A retry with the same idempotency key
-	// returns the first effect receipt and never repeats the effect; the same
-	// key with a different effect is refused (InvalidArgument). When the
-	// kernel cannot be reached the request is refused.
+	// Execute performs exactly the call a capability binds, through the
+	// tool's declared executor. The capability must verify and be unexpired;
+	// it is redeemed at the kernel once. A retry with the same idempotency
+	// key returns the first effect receipt and never repeats the effect.
+	// When the kernel cannot be reached the request is refused.
 	Execute(context.Context, *ExecuteRequest) (*ExecuteResponse, error)
 	mustEmbedUnimplementedActionServiceServer()
 }

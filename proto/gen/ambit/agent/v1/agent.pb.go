@@ -10,10 +10,12 @@
 package agentv1
 
 import (
-	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -99,20 +101,25 @@ func (CommitmentStatus) EnumDescriptor() ([]byte, []int) {
 	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{0}
 }
 
-// SubmitProposalRequest is one proposal.
+// SubmitProposalRequest is one proposal: a call of a declared tool.
 type SubmitProposalRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Task the proposal belongs to.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Purpose the agent proposes under.
 	Purpose string `protobuf:"bytes,2,opt,name=purpose,proto3" json:"purpose,omitempty"`
-	// The typed action.
-	Action *v1.Action `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	// Signed evidence receipts supporting the proposal, as the evidence
 	// adapter returned them.
-	Evidence []*v11.Envelope `protobuf:"bytes,4,rep,name=evidence,proto3" json:"evidence,omitempty"`
-	// An approved approval for exactly this proposal, if any.
-	ApprovalId    string `protobuf:"bytes,5,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	Evidence []*v1.Envelope `protobuf:"bytes,4,rep,name=evidence,proto3" json:"evidence,omitempty"`
+	// An approved approval for exactly this call, if any.
+	ApprovalId string `protobuf:"bytes,5,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// The tool call.
+	Call *v11.ToolCall `protobuf:"bytes,6,opt,name=call,proto3" json:"call,omitempty"`
+	// A client-chosen identifier that makes the submission idempotent: a
+	// repeat with the same request_id for the same task and call returns the
+	// first answer instead of deciding again, so a reply lost after commit
+	// leaves nothing the agent never saw. Empty: not idempotent.
+	RequestId     string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -161,14 +168,7 @@ func (x *SubmitProposalRequest) GetPurpose() string {
 	return ""
 }
 
-func (x *SubmitProposalRequest) GetAction() *v1.Action {
-	if x != nil {
-		return x.Action
-	}
-	return nil
-}
-
-func (x *SubmitProposalRequest) GetEvidence() []*v11.Envelope {
+func (x *SubmitProposalRequest) GetEvidence() []*v1.Envelope {
 	if x != nil {
 		return x.Evidence
 	}
@@ -182,19 +182,39 @@ func (x *SubmitProposalRequest) GetApprovalId() string {
 	return ""
 }
 
+func (x *SubmitProposalRequest) GetCall() *v11.ToolCall {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *SubmitProposalRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 // SubmitProposalResponse is the decision.
 type SubmitProposalResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Decision identifier.
 	DecisionId string `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	// The verdict and every reason.
-	Decision *v1.Decision `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	Decision *v11.Decision `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
 	// The signed decision receipt.
-	DecisionReceipt *v11.Envelope `protobuf:"bytes,3,opt,name=decision_receipt,json=decisionReceipt,proto3" json:"decision_receipt,omitempty"`
+	DecisionReceipt *v1.Envelope `protobuf:"bytes,3,opt,name=decision_receipt,json=decisionReceipt,proto3" json:"decision_receipt,omitempty"`
 	// On ALLOW: the signed one-time capability.
-	Capability *v11.Envelope `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
+	Capability *v1.Envelope `protobuf:"bytes,4,opt,name=capability,proto3" json:"capability,omitempty"`
 	// On REVIEW that an approval can settle: the pending approval.
-	ApprovalId    string `protobuf:"bytes,5,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ApprovalId string `protobuf:"bytes,5,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// On ALLOW: the capability's idempotency key, in the clear.
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// On ALLOW: when the capability expires, in the clear.
+	CapabilityExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=capability_expires_at,json=capabilityExpiresAt,proto3" json:"capability_expires_at,omitempty"`
+	// True when this answers a repeat of an earlier request_id.
+	Repeated      bool `protobuf:"varint,8,opt,name=repeated,proto3" json:"repeated,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -236,21 +256,21 @@ func (x *SubmitProposalResponse) GetDecisionId() string {
 	return ""
 }
 
-func (x *SubmitProposalResponse) GetDecision() *v1.Decision {
+func (x *SubmitProposalResponse) GetDecision() *v11.Decision {
 	if x != nil {
 		return x.Decision
 	}
 	return nil
 }
 
-func (x *SubmitProposalResponse) GetDecisionReceipt() *v11.Envelope {
+func (x *SubmitProposalResponse) GetDecisionReceipt() *v1.Envelope {
 	if x != nil {
 		return x.DecisionReceipt
 	}
 	return nil
 }
 
-func (x *SubmitProposalResponse) GetCapability() *v11.Envelope {
+func (x *SubmitProposalResponse) GetCapability() *v1.Envelope {
 	if x != nil {
 		return x.Capability
 	}
@@ -262,6 +282,27 @@ func (x *SubmitProposalResponse) GetApprovalId() string {
 		return x.ApprovalId
 	}
 	return ""
+}
+
+func (x *SubmitProposalResponse) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *SubmitProposalResponse) GetCapabilityExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CapabilityExpiresAt
+	}
+	return nil
+}
+
+func (x *SubmitProposalResponse) GetRepeated() bool {
+	if x != nil {
+		return x.Repeated
+	}
+	return false
 }
 
 // GetSelfViewRequest names the self-facts wanted.
@@ -322,14 +363,23 @@ func (x *GetSelfViewRequest) GetFacts() []string {
 // GetSelfViewResponse holds only the facts asked for.
 type GetSelfViewResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Action types the agent may currently propose (no limits are revealed).
+	// Tools the agent may currently call (no limits are revealed).
 	Capabilities []string `protobuf:"bytes,1,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// Known uncertainty, e.g. "state version changed".
 	Uncertainty []string `protobuf:"bytes,2,rep,name=uncertainty,proto3" json:"uncertainty,omitempty"`
 	// Commitments built from receipts.
 	Commitments []*Commitment `protobuf:"bytes,3,rep,name=commitments,proto3" json:"commitments,omitempty"`
 	// When the task's authority expires.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// With capabilities: the granted tools as an agent framework lists them.
+	Tools []*ToolSpec `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// With capabilities: the sources the agent may read, and what from each.
+	Sources []*SourceSpec `protobuf:"bytes,6,rep,name=sources,proto3" json:"sources,omitempty"`
+	// With capabilities: the task's bound record and purpose, so that reads
+	// and proposals name them.
+	Record *v11.RecordRef `protobuf:"bytes,7,opt,name=record,proto3" json:"record,omitempty"`
+	// With capabilities: the purpose proposals must be made under.
+	Purpose       string `protobuf:"bytes,8,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -392,6 +442,171 @@ func (x *GetSelfViewResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GetSelfViewResponse) GetTools() []*ToolSpec {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *GetSelfViewResponse) GetSources() []*SourceSpec {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *GetSelfViewResponse) GetRecord() *v11.RecordRef {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *GetSelfViewResponse) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
+// ToolSpec is one granted tool as an agent framework lists it.
+type ToolSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema of its arguments.
+	InputSchema   *structpb.Struct `protobuf:"bytes,3,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolSpec) Reset() {
+	*x = ToolSpec{}
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolSpec) ProtoMessage() {}
+
+func (x *ToolSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolSpec.ProtoReflect.Descriptor instead.
+func (*ToolSpec) Descriptor() ([]byte, []int) {
+	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolSpec) GetInputSchema() *structpb.Struct {
+	if x != nil {
+		return x.InputSchema
+	}
+	return nil
+}
+
+// SourceSpec is one readable source and the fields it may release.
+type SourceSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Fields (raw, derived and quarantined) the agent may ask for.
+	Fields []string `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
+	// Of those, the fields released only as quarantined text.
+	Quarantined []string `protobuf:"bytes,3,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// The provenance class of the source.
+	Provenance    v11.Provenance `protobuf:"varint,4,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SourceSpec) Reset() {
+	*x = SourceSpec{}
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SourceSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SourceSpec) ProtoMessage() {}
+
+func (x *SourceSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SourceSpec.ProtoReflect.Descriptor instead.
+func (*SourceSpec) Descriptor() ([]byte, []int) {
+	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SourceSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SourceSpec) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *SourceSpec) GetQuarantined() []string {
+	if x != nil {
+		return x.Quarantined
+	}
+	return nil
+}
+
+func (x *SourceSpec) GetProvenance() v11.Provenance {
+	if x != nil {
+		return x.Provenance
+	}
+	return v11.Provenance(0)
+}
+
 // Commitment is one authorised effect and its receipts.
 type Commitment struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -399,10 +614,10 @@ type Commitment struct {
 	CapabilityId string `protobuf:"bytes,1,opt,name=capability_id,json=capabilityId,proto3" json:"capability_id,omitempty"`
 	// The decision that issued it.
 	DecisionId string `protobuf:"bytes,2,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
-	// The action type, e.g. "refund".
-	ActionType string `protobuf:"bytes,3,opt,name=action_type,json=actionType,proto3" json:"action_type,omitempty"`
+	// The tool called, e.g. "refund".
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
 	// The amount, if any.
-	Amount *v1.Money `protobuf:"bytes,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	Amount *v11.Money `protobuf:"bytes,4,opt,name=amount,proto3" json:"amount,omitempty"`
 	// Where it stands.
 	Status CommitmentStatus `protobuf:"varint,5,opt,name=status,proto3,enum=ambit.agent.v1.CommitmentStatus" json:"status,omitempty"`
 	// The effect receipt, once recorded.
@@ -417,7 +632,7 @@ type Commitment struct {
 
 func (x *Commitment) Reset() {
 	*x = Commitment{}
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[4]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +644,7 @@ func (x *Commitment) String() string {
 func (*Commitment) ProtoMessage() {}
 
 func (x *Commitment) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[4]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +657,7 @@ func (x *Commitment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commitment.ProtoReflect.Descriptor instead.
 func (*Commitment) Descriptor() ([]byte, []int) {
-	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Commitment) GetCapabilityId() string {
@@ -459,14 +674,14 @@ func (x *Commitment) GetDecisionId() string {
 	return ""
 }
 
-func (x *Commitment) GetActionType() string {
+func (x *Commitment) GetTool() string {
 	if x != nil {
-		return x.ActionType
+		return x.Tool
 	}
 	return ""
 }
 
-func (x *Commitment) GetAmount() *v1.Money {
+func (x *Commitment) GetAmount() *v11.Money {
 	if x != nil {
 		return x.Amount
 	}
@@ -514,7 +729,7 @@ type RequestBoundaryChangeRequest struct {
 
 func (x *RequestBoundaryChangeRequest) Reset() {
 	*x = RequestBoundaryChangeRequest{}
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +741,7 @@ func (x *RequestBoundaryChangeRequest) String() string {
 func (*RequestBoundaryChangeRequest) ProtoMessage() {}
 
 func (x *RequestBoundaryChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[5]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +754,7 @@ func (x *RequestBoundaryChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestBoundaryChangeRequest.ProtoReflect.Descriptor instead.
 func (*RequestBoundaryChangeRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RequestBoundaryChangeRequest) GetTaskId() string {
@@ -569,7 +784,7 @@ type RequestBoundaryChangeResponse struct {
 
 func (x *RequestBoundaryChangeResponse) Reset() {
 	*x = RequestBoundaryChangeResponse{}
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +796,7 @@ func (x *RequestBoundaryChangeResponse) String() string {
 func (*RequestBoundaryChangeResponse) ProtoMessage() {}
 
 func (x *RequestBoundaryChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_agent_v1_agent_proto_msgTypes[6]
+	mi := &file_ambit_agent_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +809,7 @@ func (x *RequestBoundaryChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestBoundaryChangeResponse.ProtoReflect.Descriptor instead.
 func (*RequestBoundaryChangeResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_ambit_agent_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RequestBoundaryChangeResponse) GetItemId() string {
@@ -615,14 +830,18 @@ var File_ambit_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x1aambit/agent/v1/agent.proto\x12\x0eambit.agent.v1\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd6\x01\n" +
-	"\x15SubmitProposalRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
-	"\apurpose\x18\x02 \x01(\tR\apurpose\x121\n" +
-	"\x06action\x18\x03 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x126\n" +
-	"\bevidence\x18\x04 \x03(\v2\x1a.ambit.receipt.v1.EnvelopeR\bevidence\x12\x1f\n" +
-	"\vapproval_id\x18\x05 \x01(\tR\n" +
-	"approvalId\"\x96\x02\n" +
+	"\x1aambit/agent/v1/agent.proto\x12\x0eambit.agent.v1\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x02\n" +
+	"\x15SubmitProposalRequest\x12#\n" +
+	"\atask_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12$\n" +
+	"\apurpose\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\apurpose\x12@\n" +
+	"\bevidence\x18\x04 \x03(\v2\x1a.ambit.receipt.v1.EnvelopeB\b\xbaH\x05\x92\x01\x02\x10\x10R\bevidence\x12)\n" +
+	"\vapproval_id\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\n" +
+	"approvalId\x127\n" +
+	"\x04call\x18\x06 \x01(\v2\x1b.ambit.contract.v1.ToolCallB\x06\xbaH\x03\xc8\x01\x01R\x04call\x12'\n" +
+	"\n" +
+	"request_id\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\trequestIdJ\x04\b\x03\x10\x04R\x06action\"\xab\x03\n" +
 	"\x16SubmitProposalResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x127\n" +
@@ -632,31 +851,52 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"capability\x18\x04 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\n" +
 	"capability\x12\x1f\n" +
 	"\vapproval_id\x18\x05 \x01(\tR\n" +
-	"approvalId\"C\n" +
-	"\x12GetSelfViewRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
-	"\x05facts\x18\x02 \x03(\tR\x05facts\"\xd4\x01\n" +
+	"approvalId\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12N\n" +
+	"\x15capability_expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x13capabilityExpiresAt\x12\x1a\n" +
+	"\brepeated\x18\b \x01(\bR\brepeated\"_\n" +
+	"\x12GetSelfViewRequest\x12#\n" +
+	"\atask_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12$\n" +
+	"\x05facts\x18\x02 \x03(\tB\x0e\xbaH\v\x92\x01\b\x10\x10\"\x04r\x02\x18@R\x05facts\"\x8a\x03\n" +
 	"\x13GetSelfViewResponse\x12\"\n" +
 	"\fcapabilities\x18\x01 \x03(\tR\fcapabilities\x12 \n" +
 	"\vuncertainty\x18\x02 \x03(\tR\vuncertainty\x12<\n" +
 	"\vcommitments\x18\x03 \x03(\v2\x1a.ambit.agent.v1.CommitmentR\vcommitments\x129\n" +
 	"\n" +
-	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xcf\x02\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12.\n" +
+	"\x05tools\x18\x05 \x03(\v2\x18.ambit.agent.v1.ToolSpecR\x05tools\x124\n" +
+	"\asources\x18\x06 \x03(\v2\x1a.ambit.agent.v1.SourceSpecR\asources\x124\n" +
+	"\x06record\x18\a \x01(\v2\x1c.ambit.contract.v1.RecordRefR\x06record\x12\x18\n" +
+	"\apurpose\x18\b \x01(\tR\apurpose\"|\n" +
+	"\bToolSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\"\x99\x01\n" +
+	"\n" +
+	"SourceSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06fields\x18\x02 \x03(\tR\x06fields\x12 \n" +
+	"\vquarantined\x18\x03 \x03(\tR\vquarantined\x12=\n" +
+	"\n" +
+	"provenance\x18\x04 \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +
+	"provenance\"\xc2\x02\n" +
 	"\n" +
 	"Commitment\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x1f\n" +
 	"\vdecision_id\x18\x02 \x01(\tR\n" +
-	"decisionId\x12\x1f\n" +
-	"\vaction_type\x18\x03 \x01(\tR\n" +
-	"actionType\x120\n" +
+	"decisionId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x120\n" +
 	"\x06amount\x18\x04 \x01(\v2\x18.ambit.contract.v1.MoneyR\x06amount\x128\n" +
 	"\x06status\x18\x05 \x01(\x0e2 .ambit.agent.v1.CommitmentStatusR\x06status\x12*\n" +
 	"\x11effect_receipt_id\x18\x06 \x01(\tR\x0feffectReceiptId\x12.\n" +
 	"\x13readback_receipt_id\x18\a \x01(\tR\x11readbackReceiptId\x12\x12\n" +
-	"\x04note\x18\b \x01(\tR\x04note\"Y\n" +
-	"\x1cRequestBoundaryChangeRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\"N\n" +
+	"\x04note\x18\b \x01(\tR\x04note\"q\n" +
+	"\x1cRequestBoundaryChangeRequest\x12#\n" +
+	"\atask_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12,\n" +
+	"\vdescription\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\vdescription\"N\n" +
 	"\x1dRequestBoundaryChangeResponse\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class*\x93\x02\n" +
@@ -689,43 +929,54 @@ func file_ambit_agent_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_ambit_agent_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ambit_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ambit_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ambit_agent_v1_agent_proto_goTypes = []any{
 	(CommitmentStatus)(0),                 // 0: ambit.agent.v1.CommitmentStatus
 	(*SubmitProposalRequest)(nil),         // 1: ambit.agent.v1.SubmitProposalRequest
 	(*SubmitProposalResponse)(nil),        // 2: ambit.agent.v1.SubmitProposalResponse
 	(*GetSelfViewRequest)(nil),            // 3: ambit.agent.v1.GetSelfViewRequest
 	(*GetSelfViewResponse)(nil),           // 4: ambit.agent.v1.GetSelfViewResponse
-	(*Commitment)(nil),                    // 5: ambit.agent.v1.Commitment
-	(*RequestBoundaryChangeRequest)(nil),  // 6: ambit.agent.v1.RequestBoundaryChangeRequest
-	(*RequestBoundaryChangeResponse)(nil), // 7: ambit.agent.v1.RequestBoundaryChangeResponse
-	(*v1.Action)(nil),                     // 8: ambit.contract.v1.Action
-	(*v11.Envelope)(nil),                  // 9: ambit.receipt.v1.Envelope
-	(*v1.Decision)(nil),                   // 10: ambit.contract.v1.Decision
-	(*timestamppb.Timestamp)(nil),         // 11: google.protobuf.Timestamp
-	(*v1.Money)(nil),                      // 12: ambit.contract.v1.Money
+	(*ToolSpec)(nil),                      // 5: ambit.agent.v1.ToolSpec
+	(*SourceSpec)(nil),                    // 6: ambit.agent.v1.SourceSpec
+	(*Commitment)(nil),                    // 7: ambit.agent.v1.Commitment
+	(*RequestBoundaryChangeRequest)(nil),  // 8: ambit.agent.v1.RequestBoundaryChangeRequest
+	(*RequestBoundaryChangeResponse)(nil), // 9: ambit.agent.v1.RequestBoundaryChangeResponse
+	(*v1.Envelope)(nil),                   // 10: ambit.receipt.v1.Envelope
+	(*v11.ToolCall)(nil),                  // 11: ambit.contract.v1.ToolCall
+	(*v11.Decision)(nil),                  // 12: ambit.contract.v1.Decision
+	(*timestamppb.Timestamp)(nil),         // 13: google.protobuf.Timestamp
+	(*v11.RecordRef)(nil),                 // 14: ambit.contract.v1.RecordRef
+	(*structpb.Struct)(nil),               // 15: google.protobuf.Struct
+	(v11.Provenance)(0),                   // 16: ambit.contract.v1.Provenance
+	(*v11.Money)(nil),                     // 17: ambit.contract.v1.Money
 }
 var file_ambit_agent_v1_agent_proto_depIdxs = []int32{
-	8,  // 0: ambit.agent.v1.SubmitProposalRequest.action:type_name -> ambit.contract.v1.Action
-	9,  // 1: ambit.agent.v1.SubmitProposalRequest.evidence:type_name -> ambit.receipt.v1.Envelope
-	10, // 2: ambit.agent.v1.SubmitProposalResponse.decision:type_name -> ambit.contract.v1.Decision
-	9,  // 3: ambit.agent.v1.SubmitProposalResponse.decision_receipt:type_name -> ambit.receipt.v1.Envelope
-	9,  // 4: ambit.agent.v1.SubmitProposalResponse.capability:type_name -> ambit.receipt.v1.Envelope
-	5,  // 5: ambit.agent.v1.GetSelfViewResponse.commitments:type_name -> ambit.agent.v1.Commitment
-	11, // 6: ambit.agent.v1.GetSelfViewResponse.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 7: ambit.agent.v1.Commitment.amount:type_name -> ambit.contract.v1.Money
-	0,  // 8: ambit.agent.v1.Commitment.status:type_name -> ambit.agent.v1.CommitmentStatus
-	1,  // 9: ambit.agent.v1.AgentService.SubmitProposal:input_type -> ambit.agent.v1.SubmitProposalRequest
-	3,  // 10: ambit.agent.v1.AgentService.GetSelfView:input_type -> ambit.agent.v1.GetSelfViewRequest
-	6,  // 11: ambit.agent.v1.AgentService.RequestBoundaryChange:input_type -> ambit.agent.v1.RequestBoundaryChangeRequest
-	2,  // 12: ambit.agent.v1.AgentService.SubmitProposal:output_type -> ambit.agent.v1.SubmitProposalResponse
-	4,  // 13: ambit.agent.v1.AgentService.GetSelfView:output_type -> ambit.agent.v1.GetSelfViewResponse
-	7,  // 14: ambit.agent.v1.AgentService.RequestBoundaryChange:output_type -> ambit.agent.v1.RequestBoundaryChangeResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	10, // 0: ambit.agent.v1.SubmitProposalRequest.evidence:type_name -> ambit.receipt.v1.Envelope
+	11, // 1: ambit.agent.v1.SubmitProposalRequest.call:type_name -> ambit.contract.v1.ToolCall
+	12, // 2: ambit.agent.v1.SubmitProposalResponse.decision:type_name -> ambit.contract.v1.Decision
+	10, // 3: ambit.agent.v1.SubmitProposalResponse.decision_receipt:type_name -> ambit.receipt.v1.Envelope
+	10, // 4: ambit.agent.v1.SubmitProposalResponse.capability:type_name -> ambit.receipt.v1.Envelope
+	13, // 5: ambit.agent.v1.SubmitProposalResponse.capability_expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 6: ambit.agent.v1.GetSelfViewResponse.commitments:type_name -> ambit.agent.v1.Commitment
+	13, // 7: ambit.agent.v1.GetSelfViewResponse.expires_at:type_name -> google.protobuf.Timestamp
+	5,  // 8: ambit.agent.v1.GetSelfViewResponse.tools:type_name -> ambit.agent.v1.ToolSpec
+	6,  // 9: ambit.agent.v1.GetSelfViewResponse.sources:type_name -> ambit.agent.v1.SourceSpec
+	14, // 10: ambit.agent.v1.GetSelfViewResponse.record:type_name -> ambit.contract.v1.RecordRef
+	15, // 11: ambit.agent.v1.ToolSpec.input_schema:type_name -> google.protobuf.Struct
+	16, // 12: ambit.agent.v1.SourceSpec.provenance:type_name -> ambit.contract.v1.Provenance
+	17, // 13: ambit.agent.v1.Commitment.amount:type_name -> ambit.contract.v1.Money
+	0,  // 14: ambit.agent.v1.Commitment.status:type_name -> ambit.agent.v1.CommitmentStatus
+	1,  // 15: ambit.agent.v1.AgentService.SubmitProposal:input_type -> ambit.agent.v1.SubmitProposalRequest
+	3,  // 16: ambit.agent.v1.AgentService.GetSelfView:input_type -> ambit.agent.v1.GetSelfViewRequest
+	8,  // 17: ambit.agent.v1.AgentService.RequestBoundaryChange:input_type -> ambit.agent.v1.RequestBoundaryChangeRequest
+	2,  // 18: ambit.agent.v1.AgentService.SubmitProposal:output_type -> ambit.agent.v1.SubmitProposalResponse
+	4,  // 19: ambit.agent.v1.AgentService.GetSelfView:output_type -> ambit.agent.v1.GetSelfViewResponse
+	9,  // 20: ambit.agent.v1.AgentService.RequestBoundaryChange:output_type -> ambit.agent.v1.RequestBoundaryChangeResponse
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_ambit_agent_v1_agent_proto_init() }
@@ -739,7 +990,7 @@ func file_ambit_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_agent_v1_agent_proto_rawDesc), len(file_ambit_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,7 +33,7 @@ const (
 //
 // AgentService is served on the kernel's agent listener, and nothing else is.
 type AgentServiceClient interface {
-	// SubmitProposal asks the kernel to decide one typed action. The kernel
+	// SubmitProposal asks the kernel to decide one call of a declared tool. The kernel
 	// derives the evidence facts from the signed evidence receipts cited, never
 	// from what the agent says it read. On ALLOW the response carries a
 	// one-time capability; on REVIEW it may name a pending approval, and once a
@@ -94,7 +94,7 @@ func (c *agentServiceClient) RequestBoundaryChange(ctx context.Context, in *Requ
 //
 // AgentService is served on the kernel's agent listener, and nothing else is.
 type AgentServiceServer interface {
-	// SubmitProposal asks the kernel to decide one typed action. The kernel
+	// SubmitProposal asks the kernel to decide one call of a declared tool. The kernel
 	// derives the evidence facts from the signed evidence receipts cited, never
 	// from what the agent says it read. On ALLOW the response carries a
 	// one-time capability; on REVIEW it may name a pending approval, and once a

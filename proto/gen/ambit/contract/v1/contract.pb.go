@@ -10,8 +10,10 @@
 package contractv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -204,6 +206,165 @@ func (x Aperture) Number() protoreflect.EnumNumber {
 // Deprecated: Use Aperture.Descriptor instead.
 func (Aperture) EnumDescriptor() ([]byte, []int) {
 	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{2}
+}
+
+// ReasonCode is the stable, machine-readable code of a decision reason.
+// Numbers never change; codes are only added.
+type ReasonCode int32
+
+const (
+	ReasonCode_REASON_CODE_UNSPECIFIED ReasonCode = 0
+	// The contract's validity has ended (REVIEW).
+	ReasonCode_REASON_CODE_CONTRACT_EXPIRED ReasonCode = 1
+	// The evidence is about another subject (DENY).
+	ReasonCode_REASON_CODE_SUBJECT_MISMATCH ReasonCode = 2
+	// The proposal is for another purpose (DENY).
+	ReasonCode_REASON_CODE_PURPOSE_MISMATCH ReasonCode = 3
+	// The record changed since it was read or bound (REVIEW).
+	ReasonCode_REASON_CODE_STATE_VERSION_CHANGED ReasonCode = 4
+	// Fields outside the evidence grant were read (DENY).
+	ReasonCode_REASON_CODE_FIELDS_OUTSIDE_GRANT ReasonCode = 5
+	// A source outside the evidence grant was read (DENY).
+	ReasonCode_REASON_CODE_SOURCE_OUTSIDE_GRANT ReasonCode = 6
+	// The evidence is older than the grant allows (REVIEW).
+	ReasonCode_REASON_CODE_EVIDENCE_TOO_OLD ReasonCode = 7
+	// Only untrusted evidence supports the effect (REVIEW; approvable).
+	ReasonCode_REASON_CODE_UNCORROBORATED_EVIDENCE ReasonCode = 8
+	// An irreversible effect needs fresher evidence (REVIEW).
+	ReasonCode_REASON_CODE_IRREVERSIBLE_EVIDENCE_TOO_OLD ReasonCode = 9
+	// The tool is not granted (DENY).
+	ReasonCode_REASON_CODE_TOOL_OUTSIDE_GRANT ReasonCode = 10
+	// The call matches no granted destination class (DENY).
+	ReasonCode_REASON_CODE_DESTINATION_OUTSIDE_GRANT ReasonCode = 11
+	// The amount is in another currency than the grant's (DENY).
+	ReasonCode_REASON_CODE_CURRENCY_OUTSIDE_GRANT ReasonCode = 12
+	// The amount exceeds the hard limit (DENY).
+	ReasonCode_REASON_CODE_AMOUNT_EXCEEDS_HARD_LIMIT ReasonCode = 13
+	// The amount needs an independent approval (REVIEW; approvable).
+	ReasonCode_REASON_CODE_APPROVAL_REQUIRED ReasonCode = 14
+	// The task's action count is used up (DENY).
+	ReasonCode_REASON_CODE_ACTION_COUNT_EXCEEDS_GRANT ReasonCode = 15
+	// The task's cumulative amount would be exceeded (DENY).
+	ReasonCode_REASON_CODE_CUMULATIVE_AMOUNT_EXCEEDS_GRANT ReasonCode = 16
+	// Irreversible effects are not granted (DENY).
+	ReasonCode_REASON_CODE_IRREVERSIBLE_NOT_PERMITTED ReasonCode = 17
+	// An irreversible effect needs an independent approval (REVIEW;
+	// approvable).
+	ReasonCode_REASON_CODE_IRREVERSIBLE_APPROVAL_REQUIRED ReasonCode = 18
+	// Self-facts outside the reflexive view were asked for (DENY).
+	ReasonCode_REASON_CODE_SELF_FACTS_OUTSIDE_VIEW ReasonCode = 19
+	// Self-facts outside the mutable grant would change (DENY).
+	ReasonCode_REASON_CODE_SELF_MUTATIONS_OUTSIDE_GRANT ReasonCode = 20
+	// A self-mutation is a boundary change, never a side effect (DENY).
+	ReasonCode_REASON_CODE_SELF_MUTATION_FORBIDDEN ReasonCode = 21
+	// Every aperture is satisfied (ALLOW).
+	ReasonCode_REASON_CODE_ALL_APERTURES_SATISFIED ReasonCode = 22
+	// The task's contract is not CANONICAL (REVIEW).
+	ReasonCode_REASON_CODE_CONTRACT_NOT_CANONICAL ReasonCode = 23
+	// The call touches a record outside the task's binding (DENY).
+	ReasonCode_REASON_CODE_RECORD_OUTSIDE_BINDING ReasonCode = 24
+	// No cited evidence reads the bound record (REVIEW).
+	ReasonCode_REASON_CODE_RECORD_EVIDENCE_MISSING ReasonCode = 25
+	// A declared constraint of the tool fails (DENY); constraint names it.
+	ReasonCode_REASON_CODE_CONSTRAINT_VIOLATED ReasonCode = 26
+	// The destination cannot be resolved without evidence of the record
+	// (REVIEW).
+	ReasonCode_REASON_CODE_DESTINATION_UNRESOLVED ReasonCode = 27
+	// No trusted evidence establishes the record's state version (REVIEW).
+	ReasonCode_REASON_CODE_NO_TRUSTED_EVIDENCE ReasonCode = 28
+)
+
+// Enum value maps for ReasonCode.
+var (
+	ReasonCode_name = map[int32]string{
+		0:  "REASON_CODE_UNSPECIFIED",
+		1:  "REASON_CODE_CONTRACT_EXPIRED",
+		2:  "REASON_CODE_SUBJECT_MISMATCH",
+		3:  "REASON_CODE_PURPOSE_MISMATCH",
+		4:  "REASON_CODE_STATE_VERSION_CHANGED",
+		5:  "REASON_CODE_FIELDS_OUTSIDE_GRANT",
+		6:  "REASON_CODE_SOURCE_OUTSIDE_GRANT",
+		7:  "REASON_CODE_EVIDENCE_TOO_OLD",
+		8:  "REASON_CODE_UNCORROBORATED_EVIDENCE",
+		9:  "REASON_CODE_IRREVERSIBLE_EVIDENCE_TOO_OLD",
+		10: "REASON_CODE_TOOL_OUTSIDE_GRANT",
+		11: "REASON_CODE_DESTINATION_OUTSIDE_GRANT",
+		12: "REASON_CODE_CURRENCY_OUTSIDE_GRANT",
+		13: "REASON_CODE_AMOUNT_EXCEEDS_HARD_LIMIT",
+		14: "REASON_CODE_APPROVAL_REQUIRED",
+		15: "REASON_CODE_ACTION_COUNT_EXCEEDS_GRANT",
+		16: "REASON_CODE_CUMULATIVE_AMOUNT_EXCEEDS_GRANT",
+		17: "REASON_CODE_IRREVERSIBLE_NOT_PERMITTED",
+		18: "REASON_CODE_IRREVERSIBLE_APPROVAL_REQUIRED",
+		19: "REASON_CODE_SELF_FACTS_OUTSIDE_VIEW",
+		20: "REASON_CODE_SELF_MUTATIONS_OUTSIDE_GRANT",
+		21: "REASON_CODE_SELF_MUTATION_FORBIDDEN",
+		22: "REASON_CODE_ALL_APERTURES_SATISFIED",
+		23: "REASON_CODE_CONTRACT_NOT_CANONICAL",
+		24: "REASON_CODE_RECORD_OUTSIDE_BINDING",
+		25: "REASON_CODE_RECORD_EVIDENCE_MISSING",
+		26: "REASON_CODE_CONSTRAINT_VIOLATED",
+		27: "REASON_CODE_DESTINATION_UNRESOLVED",
+		28: "REASON_CODE_NO_TRUSTED_EVIDENCE",
+	}
+	ReasonCode_value = map[string]int32{
+		"REASON_CODE_UNSPECIFIED":                     0,
+		"REASON_CODE_CONTRACT_EXPIRED":                1,
+		"REASON_CODE_SUBJECT_MISMATCH":                2,
+		"REASON_CODE_PURPOSE_MISMATCH":                3,
+		"REASON_CODE_STATE_VERSION_CHANGED":           4,
+		"REASON_CODE_FIELDS_OUTSIDE_GRANT":            5,
+		"REASON_CODE_SOURCE_OUTSIDE_GRANT":            6,
+		"REASON_CODE_EVIDENCE_TOO_OLD":                7,
+		"REASON_CODE_UNCORROBORATED_EVIDENCE":         8,
+		"REASON_CODE_IRREVERSIBLE_EVIDENCE_TOO_OLD":   9,
+		"REASON_CODE_TOOL_OUTSIDE_GRANT":              10,
+		"REASON_CODE_DESTINATION_OUTSIDE_GRANT":       11,
+		"REASON_CODE_CURRENCY_OUTSIDE_GRANT":          12,
+		"REASON_CODE_AMOUNT_EXCEEDS_HARD_LIMIT":       13,
+		"REASON_CODE_APPROVAL_REQUIRED":               14,
+		"REASON_CODE_ACTION_COUNT_EXCEEDS_GRANT":      15,
+		"REASON_CODE_CUMULATIVE_AMOUNT_EXCEEDS_GRANT": 16,
+		"REASON_CODE_IRREVERSIBLE_NOT_PERMITTED":      17,
+		"REASON_CODE_IRREVERSIBLE_APPROVAL_REQUIRED":  18,
+		"REASON_CODE_SELF_FACTS_OUTSIDE_VIEW":         19,
+		"REASON_CODE_SELF_MUTATIONS_OUTSIDE_GRANT":    20,
+		"REASON_CODE_SELF_MUTATION_FORBIDDEN":         21,
+		"REASON_CODE_ALL_APERTURES_SATISFIED":         22,
+		"REASON_CODE_CONTRACT_NOT_CANONICAL":          23,
+		"REASON_CODE_RECORD_OUTSIDE_BINDING":          24,
+		"REASON_CODE_RECORD_EVIDENCE_MISSING":         25,
+		"REASON_CODE_CONSTRAINT_VIOLATED":             26,
+		"REASON_CODE_DESTINATION_UNRESOLVED":          27,
+		"REASON_CODE_NO_TRUSTED_EVIDENCE":             28,
+	}
+)
+
+func (x ReasonCode) Enum() *ReasonCode {
+	p := new(ReasonCode)
+	*p = x
+	return p
+}
+
+func (x ReasonCode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReasonCode) Descriptor() protoreflect.EnumDescriptor {
+	return file_ambit_contract_v1_contract_proto_enumTypes[3].Descriptor()
+}
+
+func (ReasonCode) Type() protoreflect.EnumType {
+	return &file_ambit_contract_v1_contract_proto_enumTypes[3]
+}
+
+func (x ReasonCode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReasonCode.Descriptor instead.
+func (ReasonCode) EnumDescriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{3}
 }
 
 // Money is an exact amount: integer minor units of an ISO 4217 currency.
@@ -516,7 +677,8 @@ func (x *RecordRef) GetKey() string {
 // EvidenceAperture (E) grants fields from sources, at most so old.
 type EvidenceAperture struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Field names that may be projected into the agent's context.
+	// Raw field names that may be projected from any granted source (the
+	// seed's form). A source grant may narrow what its source releases.
 	Fields []string `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
 	// Sources that may be read, each with its provenance class.
 	Sources []*SourceGrant `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
@@ -579,12 +741,27 @@ func (x *EvidenceAperture) GetMaxAgeSeconds() int64 {
 
 // SourceGrant is one readable source and the provenance the deployment
 // assigns to it. The stricter of this and the adapter's class applies.
+// When any of fields, derived or quarantined is set, they are all the
+// source releases; otherwise the aperture's fields apply.
 type SourceGrant struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Source name, e.g. "claims_db".
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Provenance class of the source.
-	Provenance    Provenance `protobuf:"varint,2,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	Provenance Provenance `protobuf:"varint,2,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	// Raw fields this source may release. An instruction-bearing source may
+	// not release raw fields: grant them as derived values or quarantined
+	// text (coupling rule 1).
+	Fields []string `protobuf:"bytes,3,rep,name=fields,proto3" json:"fields,omitempty"`
+	// Narrower substitutes for raw fields, computed by the evidence adapter.
+	Derived []*DerivedField `protobuf:"bytes,4,rep,name=derived,proto3" json:"derived,omitempty"`
+	// Fields released only as quarantined text: the agent may read them, but
+	// they never count as support for an effect.
+	Quarantined []string `protobuf:"bytes,5,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// Confines reads of this source to the task's record: a row is released
+	// only when this field's value equals the bound record's key. Empty for
+	// the bound record's own source, which is confined by its key.
+	RecordField   string `protobuf:"bytes,6,opt,name=record_field,json=recordField,proto3" json:"record_field,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -633,13 +810,95 @@ func (x *SourceGrant) GetProvenance() Provenance {
 	return Provenance_PROVENANCE_UNSPECIFIED
 }
 
-// ActionAperture (A) grants typed actions with limits.
+func (x *SourceGrant) GetFields() []string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *SourceGrant) GetDerived() []*DerivedField {
+	if x != nil {
+		return x.Derived
+	}
+	return nil
+}
+
+func (x *SourceGrant) GetQuarantined() []string {
+	if x != nil {
+		return x.Quarantined
+	}
+	return nil
+}
+
+func (x *SourceGrant) GetRecordField() string {
+	if x != nil {
+		return x.RecordField
+	}
+	return ""
+}
+
+// DerivedField is a value computed from a record instead of releasing the
+// record's raw fields, e.g. a yes/no or a bucket.
+type DerivedField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Field name as the agent reads it, e.g. "receipt_total_within_limit".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// CEL expression over `record` (the source's row, every declared column)
+	// yielding a bool, int, double or string, e.g.
+	// `double(record.receipt_total) <= 100.0`.
+	Expression    string `protobuf:"bytes,2,opt,name=expression,proto3" json:"expression,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DerivedField) Reset() {
+	*x = DerivedField{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DerivedField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DerivedField) ProtoMessage() {}
+
+func (x *DerivedField) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DerivedField.ProtoReflect.Descriptor instead.
+func (*DerivedField) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DerivedField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DerivedField) GetExpression() string {
+	if x != nil {
+		return x.Expression
+	}
+	return ""
+}
+
+// ActionAperture (A) grants declared tools with limits.
 type ActionAperture struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Action type names, e.g. "refund" (the case names of Action.kind).
-	ActionTypes []string `protobuf:"bytes,1,rep,name=action_types,json=actionTypes,proto3" json:"action_types,omitempty"`
-	// Destination classes, e.g. "claimant".
-	Destinations []string `protobuf:"bytes,2,rep,name=destinations,proto3" json:"destinations,omitempty"`
 	// Hard limit per action: above it, DENY.
 	MaxAmount *Money `protobuf:"bytes,3,opt,name=max_amount,json=maxAmount,proto3" json:"max_amount,omitempty"`
 	// Above this amount an independent approval is required (REVIEW).
@@ -650,15 +909,15 @@ type ActionAperture struct {
 	MaxCumulativeAmount *Money `protobuf:"bytes,6,opt,name=max_cumulative_amount,json=maxCumulativeAmount,proto3" json:"max_cumulative_amount,omitempty"`
 	// Whether irreversible effects are allowed at all.
 	AllowIrreversible bool `protobuf:"varint,7,opt,name=allow_irreversible,json=allowIrreversible,proto3" json:"allow_irreversible,omitempty"`
-	// Action types whose effects are irreversible.
-	IrreversibleActionTypes []string `protobuf:"bytes,8,rep,name=irreversible_action_types,json=irreversibleActionTypes,proto3" json:"irreversible_action_types,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// The tools the agent may call.
+	Tools         []*ToolGrant `protobuf:"bytes,9,rep,name=tools,proto3" json:"tools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActionAperture) Reset() {
 	*x = ActionAperture{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[6]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +929,7 @@ func (x *ActionAperture) String() string {
 func (*ActionAperture) ProtoMessage() {}
 
 func (x *ActionAperture) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[6]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,21 +942,7 @@ func (x *ActionAperture) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionAperture.ProtoReflect.Descriptor instead.
 func (*ActionAperture) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *ActionAperture) GetActionTypes() []string {
-	if x != nil {
-		return x.ActionTypes
-	}
-	return nil
-}
-
-func (x *ActionAperture) GetDestinations() []string {
-	if x != nil {
-		return x.Destinations
-	}
-	return nil
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ActionAperture) GetMaxAmount() *Money {
@@ -735,11 +980,304 @@ func (x *ActionAperture) GetAllowIrreversible() bool {
 	return false
 }
 
-func (x *ActionAperture) GetIrreversibleActionTypes() []string {
+func (x *ActionAperture) GetTools() []*ToolGrant {
 	if x != nil {
-		return x.IrreversibleActionTypes
+		return x.Tools
 	}
 	return nil
+}
+
+// ToolGrant declares one tool and how a call of it maps onto the facts the
+// evaluator decides.
+type ToolGrant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tool name as the agent calls it, e.g. "refund".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does, shown to the agent.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema (2020-12, the dialect of MCP's inputSchema) of the call's
+	// arguments object. Arguments it does not declare are refused.
+	InputSchema *structpb.Struct `protobuf:"bytes,3,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"`
+	// The destination classes the grant allows. A call's class is the first
+	// whose expression holds; a call that matches none is outside the grant.
+	Destinations []*DestinationClass `protobuf:"bytes,4,rep,name=destinations,proto3" json:"destinations,omitempty"`
+	// Argument holding the call's Money ({currency_code, minor_units}), if
+	// the tool moves money.
+	AmountArgument string `protobuf:"bytes,5,opt,name=amount_argument,json=amountArgument,proto3" json:"amount_argument,omitempty"`
+	// The record the call touches: state-version binding and revocation
+	// follow it. Unset: the task's bound record.
+	Record *RecordArgument `protobuf:"bytes,6,opt,name=record,proto3" json:"record,omitempty"`
+	// Whether the tool's effects cannot be undone (coupling rule 2).
+	Irreversible bool `protobuf:"varint,7,opt,name=irreversible,proto3" json:"irreversible,omitempty"`
+	// Conditions every call must meet; each failed one is its own reason.
+	Constraints   []*Constraint `protobuf:"bytes,8,rep,name=constraints,proto3" json:"constraints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolGrant) Reset() {
+	*x = ToolGrant{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolGrant) ProtoMessage() {}
+
+func (x *ToolGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolGrant.ProtoReflect.Descriptor instead.
+func (*ToolGrant) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ToolGrant) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolGrant) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolGrant) GetInputSchema() *structpb.Struct {
+	if x != nil {
+		return x.InputSchema
+	}
+	return nil
+}
+
+func (x *ToolGrant) GetDestinations() []*DestinationClass {
+	if x != nil {
+		return x.Destinations
+	}
+	return nil
+}
+
+func (x *ToolGrant) GetAmountArgument() string {
+	if x != nil {
+		return x.AmountArgument
+	}
+	return ""
+}
+
+func (x *ToolGrant) GetRecord() *RecordArgument {
+	if x != nil {
+		return x.Record
+	}
+	return nil
+}
+
+func (x *ToolGrant) GetIrreversible() bool {
+	if x != nil {
+		return x.Irreversible
+	}
+	return false
+}
+
+func (x *ToolGrant) GetConstraints() []*Constraint {
+	if x != nil {
+		return x.Constraints
+	}
+	return nil
+}
+
+// DestinationClass names a class of destinations by a CEL condition over
+// the call's arguments (`args`) and the bound record (`record`), e.g.
+// `claimant: args.payee_id == record.claimant_id`.
+type DestinationClass struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Class name, e.g. "claimant".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// CEL condition (bool).
+	When          string `protobuf:"bytes,2,opt,name=when,proto3" json:"when,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DestinationClass) Reset() {
+	*x = DestinationClass{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DestinationClass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DestinationClass) ProtoMessage() {}
+
+func (x *DestinationClass) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DestinationClass.ProtoReflect.Descriptor instead.
+func (*DestinationClass) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DestinationClass) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DestinationClass) GetWhen() string {
+	if x != nil {
+		return x.When
+	}
+	return ""
+}
+
+// RecordArgument names the source and the argument whose value is the key
+// of the record a call touches.
+type RecordArgument struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source name, e.g. "claims_db".
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// Argument name, e.g. "claim_id".
+	Argument      string `protobuf:"bytes,2,opt,name=argument,proto3" json:"argument,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordArgument) Reset() {
+	*x = RecordArgument{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordArgument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordArgument) ProtoMessage() {}
+
+func (x *RecordArgument) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordArgument.ProtoReflect.Descriptor instead.
+func (*RecordArgument) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RecordArgument) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RecordArgument) GetArgument() string {
+	if x != nil {
+		return x.Argument
+	}
+	return ""
+}
+
+// Constraint is a condition a call must meet: a CEL expression (bool) over
+// `args`, `record`, `task` and `usage`.
+type Constraint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Stable code reported when the condition fails, e.g.
+	// "REPLY_TOO_LONG".
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// Human text reported with the code.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// CEL condition that must hold.
+	Expression    string `protobuf:"bytes,3,opt,name=expression,proto3" json:"expression,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Constraint) Reset() {
+	*x = Constraint{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Constraint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Constraint) ProtoMessage() {}
+
+func (x *Constraint) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Constraint.ProtoReflect.Descriptor instead.
+func (*Constraint) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Constraint) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Constraint) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Constraint) GetExpression() string {
+	if x != nil {
+		return x.Expression
+	}
+	return ""
 }
 
 // ReflexiveAperture (R) grants operational self-facts.
@@ -756,7 +1294,7 @@ type ReflexiveAperture struct {
 
 func (x *ReflexiveAperture) Reset() {
 	*x = ReflexiveAperture{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[7]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +1306,7 @@ func (x *ReflexiveAperture) String() string {
 func (*ReflexiveAperture) ProtoMessage() {}
 
 func (x *ReflexiveAperture) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[7]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +1319,7 @@ func (x *ReflexiveAperture) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReflexiveAperture.ProtoReflect.Descriptor instead.
 func (*ReflexiveAperture) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{7}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReflexiveAperture) GetVisibleFacts() []string {
@@ -820,7 +1358,7 @@ type Coupling struct {
 
 func (x *Coupling) Reset() {
 	*x = Coupling{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[8]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +1370,7 @@ func (x *Coupling) String() string {
 func (*Coupling) ProtoMessage() {}
 
 func (x *Coupling) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[8]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +1383,7 @@ func (x *Coupling) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coupling.ProtoReflect.Descriptor instead.
 func (*Coupling) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{8}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Coupling) GetRequireTrustedCorroboration() bool {
@@ -883,36 +1421,34 @@ func (x *Coupling) GetForbidSelfMutation() bool {
 	return false
 }
 
-// Action is one typed effect an agent proposes.
-type Action struct {
+// ToolCall is one call of a declared tool, as an agent proposes it.
+type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The effect, one of the known types.
-	//
-	// Types that are valid to be assigned to Kind:
-	//
-	//	*Action_Refund
-	//	*Action_EmailAttachment
-	//	*Action_ChangePolicy
-	Kind          isAction_Kind `protobuf_oneof:"kind"`
+	// The tool's name.
+	Tool string `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The arguments: one JSON object (UTF-8). Numbers are kept exactly as
+	// written; money is an object {"currency_code": "GBP", "minor_units":
+	// 1740}. Duplicate keys are refused.
+	ArgumentsJson string `protobuf:"bytes,2,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *Action) Reset() {
-	*x = Action{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[9]
+func (x *ToolCall) Reset() {
+	*x = ToolCall{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *Action) String() string {
+func (x *ToolCall) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*Action) ProtoMessage() {}
+func (*ToolCall) ProtoMessage() {}
 
-func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[9]
+func (x *ToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,250 +1459,21 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use Action.ProtoReflect.Descriptor instead.
-func (*Action) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{9}
+// Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
+func (*ToolCall) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *Action) GetKind() isAction_Kind {
+func (x *ToolCall) GetTool() string {
 	if x != nil {
-		return x.Kind
-	}
-	return nil
-}
-
-func (x *Action) GetRefund() *Refund {
-	if x != nil {
-		if x, ok := x.Kind.(*Action_Refund); ok {
-			return x.Refund
-		}
-	}
-	return nil
-}
-
-func (x *Action) GetEmailAttachment() *EmailAttachment {
-	if x != nil {
-		if x, ok := x.Kind.(*Action_EmailAttachment); ok {
-			return x.EmailAttachment
-		}
-	}
-	return nil
-}
-
-func (x *Action) GetChangePolicy() *ChangePolicy {
-	if x != nil {
-		if x, ok := x.Kind.(*Action_ChangePolicy); ok {
-			return x.ChangePolicy
-		}
-	}
-	return nil
-}
-
-type isAction_Kind interface {
-	isAction_Kind()
-}
-
-type Action_Refund struct {
-	// Refund money on an expense claim.
-	Refund *Refund `protobuf:"bytes,1,opt,name=refund,proto3,oneof"`
-}
-
-type Action_EmailAttachment struct {
-	// Email an attachment built from record fields.
-	EmailAttachment *EmailAttachment `protobuf:"bytes,2,opt,name=email_attachment,json=emailAttachment,proto3,oneof"`
-}
-
-type Action_ChangePolicy struct {
-	// Change a policy.
-	ChangePolicy *ChangePolicy `protobuf:"bytes,3,opt,name=change_policy,json=changePolicy,proto3,oneof"`
-}
-
-func (*Action_Refund) isAction_Kind() {}
-
-func (*Action_EmailAttachment) isAction_Kind() {}
-
-func (*Action_ChangePolicy) isAction_Kind() {}
-
-// Refund pays an amount on a claim to a payee.
-type Refund struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The claim being refunded, e.g. "C-1001".
-	ClaimId string `protobuf:"bytes,1,opt,name=claim_id,json=claimId,proto3" json:"claim_id,omitempty"`
-	// The amount; must be positive.
-	Amount *Money `protobuf:"bytes,2,opt,name=amount,proto3" json:"amount,omitempty"`
-	// The account holder paid, e.g. "employee-7". Paying the claim's own
-	// claimant is destination "claimant"; anyone else is "other_customer".
-	PayeeId string `protobuf:"bytes,3,opt,name=payee_id,json=payeeId,proto3" json:"payee_id,omitempty"`
-	// Why, e.g. "approved-expense".
-	ReasonCode    string `protobuf:"bytes,4,opt,name=reason_code,json=reasonCode,proto3" json:"reason_code,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Refund) Reset() {
-	*x = Refund{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Refund) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Refund) ProtoMessage() {}
-
-func (x *Refund) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Refund.ProtoReflect.Descriptor instead.
-func (*Refund) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *Refund) GetClaimId() string {
-	if x != nil {
-		return x.ClaimId
+		return x.Tool
 	}
 	return ""
 }
 
-func (x *Refund) GetAmount() *Money {
+func (x *ToolCall) GetArgumentsJson() string {
 	if x != nil {
-		return x.Amount
-	}
-	return nil
-}
-
-func (x *Refund) GetPayeeId() string {
-	if x != nil {
-		return x.PayeeId
-	}
-	return ""
-}
-
-func (x *Refund) GetReasonCode() string {
-	if x != nil {
-		return x.ReasonCode
-	}
-	return ""
-}
-
-// EmailAttachment sends record fields to an address.
-type EmailAttachment struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Recipient address.
-	Recipient string `protobuf:"bytes,1,opt,name=recipient,proto3" json:"recipient,omitempty"`
-	// Record fields to attach.
-	Fields        []string `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EmailAttachment) Reset() {
-	*x = EmailAttachment{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EmailAttachment) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EmailAttachment) ProtoMessage() {}
-
-func (x *EmailAttachment) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EmailAttachment.ProtoReflect.Descriptor instead.
-func (*EmailAttachment) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *EmailAttachment) GetRecipient() string {
-	if x != nil {
-		return x.Recipient
-	}
-	return ""
-}
-
-func (x *EmailAttachment) GetFields() []string {
-	if x != nil {
-		return x.Fields
-	}
-	return nil
-}
-
-// ChangePolicy asks to change a policy.
-type ChangePolicy struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The policy to change.
-	PolicyId string `protobuf:"bytes,1,opt,name=policy_id,json=policyId,proto3" json:"policy_id,omitempty"`
-	// What the change is.
-	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ChangePolicy) Reset() {
-	*x = ChangePolicy{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[12]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ChangePolicy) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ChangePolicy) ProtoMessage() {}
-
-func (x *ChangePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[12]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ChangePolicy.ProtoReflect.Descriptor instead.
-func (*ChangePolicy) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{12}
-}
-
-func (x *ChangePolicy) GetPolicyId() string {
-	if x != nil {
-		return x.PolicyId
-	}
-	return ""
-}
-
-func (x *ChangePolicy) GetDescription() string {
-	if x != nil {
-		return x.Description
+		return x.ArgumentsJson
 	}
 	return ""
 }
@@ -1185,8 +1492,8 @@ type Facts struct {
 	CurrentStateVersion string `protobuf:"bytes,4,opt,name=current_state_version,json=currentStateVersion,proto3" json:"current_state_version,omitempty"`
 	// Evidence that supports the proposal.
 	Evidence []*EvidenceItem `protobuf:"bytes,5,rep,name=evidence,proto3" json:"evidence,omitempty"`
-	// Action type name.
-	ActionType string `protobuf:"bytes,6,opt,name=action_type,json=actionType,proto3" json:"action_type,omitempty"`
+	// The tool called.
+	Tool string `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
 	// Destination class.
 	Destination string `protobuf:"bytes,7,opt,name=destination,proto3" json:"destination,omitempty"`
 	// Proposed amount, if the action moves money.
@@ -1203,13 +1510,20 @@ type Facts struct {
 	SelfQueries []string `protobuf:"bytes,13,rep,name=self_queries,json=selfQueries,proto3" json:"self_queries,omitempty"`
 	// Self-facts the proposal would change.
 	SelfMutations []string `protobuf:"bytes,14,rep,name=self_mutations,json=selfMutations,proto3" json:"self_mutations,omitempty"`
+	// The record ("source/key") the call touches, when known.
+	Record string `protobuf:"bytes,15,opt,name=record,proto3" json:"record,omitempty"`
+	// True when the destination could not be resolved for want of evidence
+	// of the record.
+	DestinationUnresolved bool `protobuf:"varint,16,opt,name=destination_unresolved,json=destinationUnresolved,proto3" json:"destination_unresolved,omitempty"`
+	// The tool's constraints the call fails.
+	Violations    []*Violation `protobuf:"bytes,17,rep,name=violations,proto3" json:"violations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Facts) Reset() {
 	*x = Facts{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[13]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1535,7 @@ func (x *Facts) String() string {
 func (*Facts) ProtoMessage() {}
 
 func (x *Facts) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[13]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1548,7 @@ func (x *Facts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Facts.ProtoReflect.Descriptor instead.
 func (*Facts) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{13}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Facts) GetSubject() string {
@@ -1272,9 +1586,9 @@ func (x *Facts) GetEvidence() []*EvidenceItem {
 	return nil
 }
 
-func (x *Facts) GetActionType() string {
+func (x *Facts) GetTool() string {
 	if x != nil {
-		return x.ActionType
+		return x.Tool
 	}
 	return ""
 }
@@ -1335,6 +1649,82 @@ func (x *Facts) GetSelfMutations() []string {
 	return nil
 }
 
+func (x *Facts) GetRecord() string {
+	if x != nil {
+		return x.Record
+	}
+	return ""
+}
+
+func (x *Facts) GetDestinationUnresolved() bool {
+	if x != nil {
+		return x.DestinationUnresolved
+	}
+	return false
+}
+
+func (x *Facts) GetViolations() []*Violation {
+	if x != nil {
+		return x.Violations
+	}
+	return nil
+}
+
+// Violation is one declared constraint a call fails.
+type Violation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The constraint's declared code.
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The constraint's declared message.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Violation) Reset() {
+	*x = Violation{}
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Violation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Violation) ProtoMessage() {}
+
+func (x *Violation) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Violation.ProtoReflect.Descriptor instead.
+func (*Violation) Descriptor() ([]byte, []int) {
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Violation) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *Violation) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // EvidenceItem is one read that supports a proposal.
 type EvidenceItem struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1345,14 +1735,19 @@ type EvidenceItem struct {
 	// Age of the read in seconds.
 	AgeSeconds int64 `protobuf:"varint,3,opt,name=age_seconds,json=ageSeconds,proto3" json:"age_seconds,omitempty"`
 	// Provenance of the read (unspecified: the source's class in the contract).
-	Provenance    Provenance `protobuf:"varint,4,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	Provenance Provenance `protobuf:"varint,4,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	// The record read ("source/key"), when known.
+	Record string `protobuf:"bytes,5,opt,name=record,proto3" json:"record,omitempty"`
+	// True when the read released only quarantined text: it never supports
+	// an effect.
+	Quarantined   bool `protobuf:"varint,6,opt,name=quarantined,proto3" json:"quarantined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvidenceItem) Reset() {
 	*x = EvidenceItem{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[14]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1759,7 @@ func (x *EvidenceItem) String() string {
 func (*EvidenceItem) ProtoMessage() {}
 
 func (x *EvidenceItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[14]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1772,7 @@ func (x *EvidenceItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceItem.ProtoReflect.Descriptor instead.
 func (*EvidenceItem) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{14}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EvidenceItem) GetSource() string {
@@ -1408,22 +1803,38 @@ func (x *EvidenceItem) GetProvenance() Provenance {
 	return Provenance_PROVENANCE_UNSPECIFIED
 }
 
+func (x *EvidenceItem) GetRecord() string {
+	if x != nil {
+		return x.Record
+	}
+	return ""
+}
+
+func (x *EvidenceItem) GetQuarantined() bool {
+	if x != nil {
+		return x.Quarantined
+	}
+	return false
+}
+
 // Reason is one finding of an evaluation.
 type Reason struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The aperture the reason concerns.
 	Aperture Aperture `protobuf:"varint,1,opt,name=aperture,proto3,enum=ambit.contract.v1.Aperture" json:"aperture,omitempty"`
-	// Stable machine-readable code, e.g. "AMOUNT_EXCEEDS_HARD_LIMIT".
-	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	// Human detail, e.g. "fields outside grant: [medical_notes]".
-	Detail        string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	Detail string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	// Stable machine-readable code.
+	Code ReasonCode `protobuf:"varint,4,opt,name=code,proto3,enum=ambit.contract.v1.ReasonCode" json:"code,omitempty"`
+	// For CONSTRAINT_VIOLATED: the failed constraint's declared code.
+	Constraint    string `protobuf:"bytes,5,opt,name=constraint,proto3" json:"constraint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Reason) Reset() {
 	*x = Reason{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[15]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1846,7 @@ func (x *Reason) String() string {
 func (*Reason) ProtoMessage() {}
 
 func (x *Reason) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[15]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1859,7 @@ func (x *Reason) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reason.ProtoReflect.Descriptor instead.
 func (*Reason) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{15}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Reason) GetAperture() Aperture {
@@ -1458,16 +1869,23 @@ func (x *Reason) GetAperture() Aperture {
 	return Aperture_APERTURE_UNSPECIFIED
 }
 
-func (x *Reason) GetCode() string {
+func (x *Reason) GetDetail() string {
 	if x != nil {
-		return x.Code
+		return x.Detail
 	}
 	return ""
 }
 
-func (x *Reason) GetDetail() string {
+func (x *Reason) GetCode() ReasonCode {
 	if x != nil {
-		return x.Detail
+		return x.Code
+	}
+	return ReasonCode_REASON_CODE_UNSPECIFIED
+}
+
+func (x *Reason) GetConstraint() string {
+	if x != nil {
+		return x.Constraint
 	}
 	return ""
 }
@@ -1486,7 +1904,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[16]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1916,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_contract_v1_contract_proto_msgTypes[16]
+	mi := &file_ambit_contract_v1_contract_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1929,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{16}
+	return file_ambit_contract_v1_contract_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Decision) GetOutcome() Outcome {
@@ -1532,7 +1950,7 @@ var File_ambit_contract_v1_contract_proto protoreflect.FileDescriptor
 
 const file_ambit_contract_v1_contract_proto_rawDesc = "" +
 	"\n" +
-	" ambit/contract/v1/contract.proto\x12\x11ambit.contract.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"M\n" +
+	" ambit/contract/v1/contract.proto\x12\x11ambit.contract.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"M\n" +
 	"\x05Money\x12#\n" +
 	"\rcurrency_code\x18\x01 \x01(\tR\fcurrencyCode\x12\x1f\n" +
 	"\vminor_units\x18\x02 \x01(\x03R\n" +
@@ -1556,61 +1974,82 @@ const file_ambit_contract_v1_contract_proto_rawDesc = "" +
 	"\x06record\x18\x06 \x01(\v2\x1c.ambit.contract.v1.RecordRefR\x06record\"5\n" +
 	"\tRecordRef\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"\x8c\x01\n" +
-	"\x10EvidenceAperture\x12\x16\n" +
-	"\x06fields\x18\x01 \x03(\tR\x06fields\x128\n" +
-	"\asources\x18\x02 \x03(\v2\x1e.ambit.contract.v1.SourceGrantR\asources\x12&\n" +
-	"\x0fmax_age_seconds\x18\x03 \x01(\x03R\rmaxAgeSeconds\"`\n" +
-	"\vSourceGrant\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12=\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\xaa\x01\n" +
+	"\x10EvidenceAperture\x12*\n" +
+	"\x06fields\x18\x01 \x03(\tB\x12\xbaH\x0f\x92\x01\f\x10\x80\x02\"\ar\x05\x10\x01\x18\x80\x01R\x06fields\x12B\n" +
+	"\asources\x18\x02 \x03(\v2\x1e.ambit.contract.v1.SourceGrantB\b\xbaH\x05\x92\x01\x02\x10@R\asources\x12&\n" +
+	"\x0fmax_age_seconds\x18\x03 \x01(\x03R\rmaxAgeSeconds\"\xbf\x02\n" +
+	"\vSourceGrant\x12\x1e\n" +
+	"\x04name\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04name\x12=\n" +
 	"\n" +
 	"provenance\x18\x02 \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +
-	"provenance\"\xa9\x03\n" +
-	"\x0eActionAperture\x12!\n" +
-	"\faction_types\x18\x01 \x03(\tR\vactionTypes\x12\"\n" +
-	"\fdestinations\x18\x02 \x03(\tR\fdestinations\x127\n" +
+	"provenance\x12*\n" +
+	"\x06fields\x18\x03 \x03(\tB\x12\xbaH\x0f\x92\x01\f\x10\x80\x02\"\ar\x05\x10\x01\x18\x80\x01R\x06fields\x12C\n" +
+	"\aderived\x18\x04 \x03(\v2\x1f.ambit.contract.v1.DerivedFieldB\b\xbaH\x05\x92\x01\x02\x10@R\aderived\x123\n" +
+	"\vquarantined\x18\x05 \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10@\"\ar\x05\x10\x01\x18\x80\x01R\vquarantined\x12+\n" +
+	"\frecord_field\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\vrecordField\"Z\n" +
+	"\fDerivedField\x12\x1e\n" +
+	"\x04name\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04name\x12*\n" +
+	"\n" +
+	"expression\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\n" +
+	"expression\"\xad\x03\n" +
+	"\x0eActionAperture\x127\n" +
 	"\n" +
 	"max_amount\x18\x03 \x01(\v2\x18.ambit.contract.v1.MoneyR\tmaxAmount\x12=\n" +
 	"\rapproval_over\x18\x04 \x01(\v2\x18.ambit.contract.v1.MoneyR\fapprovalOver\x12\x1f\n" +
 	"\vmax_actions\x18\x05 \x01(\x05R\n" +
 	"maxActions\x12L\n" +
 	"\x15max_cumulative_amount\x18\x06 \x01(\v2\x18.ambit.contract.v1.MoneyR\x13maxCumulativeAmount\x12-\n" +
-	"\x12allow_irreversible\x18\a \x01(\bR\x11allowIrreversible\x12:\n" +
-	"\x19irreversible_action_types\x18\b \x03(\tR\x17irreversibleActionTypes\"]\n" +
-	"\x11ReflexiveAperture\x12#\n" +
-	"\rvisible_facts\x18\x01 \x03(\tR\fvisibleFacts\x12#\n" +
-	"\rmutable_facts\x18\x02 \x03(\tR\fmutableFacts\"\xcd\x02\n" +
+	"\x12allow_irreversible\x18\a \x01(\bR\x11allowIrreversible\x12<\n" +
+	"\x05tools\x18\t \x03(\v2\x1c.ambit.contract.v1.ToolGrantB\b\xbaH\x05\x92\x01\x02\x10@R\x05toolsJ\x04\b\x01\x10\x02J\x04\b\x02\x10\x03J\x04\b\b\x10\tR\faction_typesR\fdestinationsR\x19irreversible_action_types\"\xd6\x03\n" +
+	"\tToolGrant\x121\n" +
+	"\x04name\x18\x01 \x01(\tB\x1d\xbaH\x1ar\x18\x10\x01\x18\x80\x012\x11^[A-Za-z0-9_.-]+$R\x04name\x12*\n" +
+	"\vdescription\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\vdescription\x12:\n" +
+	"\finput_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\vinputSchema\x12Q\n" +
+	"\fdestinations\x18\x04 \x03(\v2#.ambit.contract.v1.DestinationClassB\b\xbaH\x05\x92\x01\x02\x10 R\fdestinations\x121\n" +
+	"\x0famount_argument\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x0eamountArgument\x129\n" +
+	"\x06record\x18\x06 \x01(\v2!.ambit.contract.v1.RecordArgumentR\x06record\x12\"\n" +
+	"\firreversible\x18\a \x01(\bR\firreversible\x12I\n" +
+	"\vconstraints\x18\b \x03(\v2\x1d.ambit.contract.v1.ConstraintB\b\xbaH\x05\x92\x01\x02\x10 R\vconstraints\"R\n" +
+	"\x10DestinationClass\x12\x1e\n" +
+	"\x04name\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04name\x12\x1e\n" +
+	"\x04when\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\x04when\"X\n" +
+	"\x0eRecordArgument\x12 \n" +
+	"\x06source\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x06source\x12$\n" +
+	"\bargument\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\bargument\"\x8f\x01\n" +
+	"\n" +
+	"Constraint\x121\n" +
+	"\x04code\x18\x01 \x01(\tB\x1d\xbaH\x1ar\x18\x10\x01\x18\x80\x012\x11^[A-Z][A-Z0-9_]*$R\x04code\x12\"\n" +
+	"\amessage\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\amessage\x12*\n" +
+	"\n" +
+	"expression\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80 R\n" +
+	"expression\"q\n" +
+	"\x11ReflexiveAperture\x12-\n" +
+	"\rvisible_facts\x18\x01 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\x10R\fvisibleFacts\x12-\n" +
+	"\rmutable_facts\x18\x02 \x03(\tB\b\xbaH\x05\x92\x01\x02\x10\x10R\fmutableFacts\"\xcd\x02\n" +
 	"\bCoupling\x12B\n" +
 	"\x1drequire_trusted_corroboration\x18\x01 \x01(\bR\x1brequireTrustedCorroboration\x12P\n" +
 	"%irreversible_max_evidence_age_seconds\x18\x02 \x01(\x03R!irreversibleMaxEvidenceAgeSeconds\x12D\n" +
 	"\x1eirreversible_requires_approval\x18\x03 \x01(\bR\x1cirreversibleRequiresApproval\x123\n" +
 	"\x16revoke_on_state_change\x18\x04 \x01(\bR\x13revokeOnStateChange\x120\n" +
-	"\x14forbid_self_mutation\x18\x05 \x01(\bR\x12forbidSelfMutation\"\xde\x01\n" +
-	"\x06Action\x123\n" +
-	"\x06refund\x18\x01 \x01(\v2\x19.ambit.contract.v1.RefundH\x00R\x06refund\x12O\n" +
-	"\x10email_attachment\x18\x02 \x01(\v2\".ambit.contract.v1.EmailAttachmentH\x00R\x0femailAttachment\x12F\n" +
-	"\rchange_policy\x18\x03 \x01(\v2\x1f.ambit.contract.v1.ChangePolicyH\x00R\fchangePolicyB\x06\n" +
-	"\x04kind\"\x91\x01\n" +
-	"\x06Refund\x12\x19\n" +
-	"\bclaim_id\x18\x01 \x01(\tR\aclaimId\x120\n" +
-	"\x06amount\x18\x02 \x01(\v2\x18.ambit.contract.v1.MoneyR\x06amount\x12\x19\n" +
-	"\bpayee_id\x18\x03 \x01(\tR\apayeeId\x12\x1f\n" +
-	"\vreason_code\x18\x04 \x01(\tR\n" +
-	"reasonCode\"G\n" +
-	"\x0fEmailAttachment\x12\x1c\n" +
-	"\trecipient\x18\x01 \x01(\tR\trecipient\x12\x16\n" +
-	"\x06fields\x18\x02 \x03(\tR\x06fields\"M\n" +
-	"\fChangePolicy\x12\x1b\n" +
-	"\tpolicy_id\x18\x01 \x01(\tR\bpolicyId\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xbf\x04\n" +
+	"\x14forbid_self_mutation\x18\x05 \x01(\bR\x12forbidSelfMutation\"^\n" +
+	"\bToolCall\x12\x1e\n" +
+	"\x04tool\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x04tool\x122\n" +
+	"\x0earguments_json\x18\x02 \x01(\tB\v\xbaH\br\x06\x10\x02\x18\x80\x80\x04R\rargumentsJson\"\xbf\x05\n" +
 	"\x05Facts\x12\x18\n" +
 	"\asubject\x18\x01 \x01(\tR\asubject\x12\x18\n" +
 	"\apurpose\x18\x02 \x01(\tR\apurpose\x12#\n" +
 	"\rstate_version\x18\x03 \x01(\tR\fstateVersion\x122\n" +
 	"\x15current_state_version\x18\x04 \x01(\tR\x13currentStateVersion\x12;\n" +
-	"\bevidence\x18\x05 \x03(\v2\x1f.ambit.contract.v1.EvidenceItemR\bevidence\x12\x1f\n" +
-	"\vaction_type\x18\x06 \x01(\tR\n" +
-	"actionType\x12 \n" +
+	"\bevidence\x18\x05 \x03(\v2\x1f.ambit.contract.v1.EvidenceItemR\bevidence\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x12 \n" +
 	"\vdestination\x18\a \x01(\tR\vdestination\x120\n" +
 	"\x06amount\x18\b \x01(\v2\x18.ambit.contract.v1.MoneyR\x06amount\x12!\n" +
 	"\faction_count\x18\t \x01(\x05R\vactionCount\x12;\n" +
@@ -1619,7 +2058,15 @@ const file_ambit_contract_v1_contract_proto_rawDesc = "" +
 	"\firreversible\x18\v \x01(\bR\firreversible\x12)\n" +
 	"\x10approval_present\x18\f \x01(\bR\x0fapprovalPresent\x12!\n" +
 	"\fself_queries\x18\r \x03(\tR\vselfQueries\x12%\n" +
-	"\x0eself_mutations\x18\x0e \x03(\tR\rselfMutations\"\x9e\x01\n" +
+	"\x0eself_mutations\x18\x0e \x03(\tR\rselfMutations\x12\x16\n" +
+	"\x06record\x18\x0f \x01(\tR\x06record\x125\n" +
+	"\x16destination_unresolved\x18\x10 \x01(\bR\x15destinationUnresolved\x12<\n" +
+	"\n" +
+	"violations\x18\x11 \x03(\v2\x1c.ambit.contract.v1.ViolationR\n" +
+	"violations\"9\n" +
+	"\tViolation\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd8\x01\n" +
 	"\fEvidenceItem\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06fields\x18\x02 \x03(\tR\x06fields\x12\x1f\n" +
@@ -1627,11 +2074,16 @@ const file_ambit_contract_v1_contract_proto_rawDesc = "" +
 	"ageSeconds\x12=\n" +
 	"\n" +
 	"provenance\x18\x04 \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +
-	"provenance\"m\n" +
+	"provenance\x12\x16\n" +
+	"\x06record\x18\x05 \x01(\tR\x06record\x12 \n" +
+	"\vquarantined\x18\x06 \x01(\bR\vquarantined\"\xb2\x01\n" +
 	"\x06Reason\x127\n" +
-	"\baperture\x18\x01 \x01(\x0e2\x1b.ambit.contract.v1.ApertureR\baperture\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\tR\x04code\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"u\n" +
+	"\baperture\x18\x01 \x01(\x0e2\x1b.ambit.contract.v1.ApertureR\baperture\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x121\n" +
+	"\x04code\x18\x04 \x01(\x0e2\x1d.ambit.contract.v1.ReasonCodeR\x04code\x12\x1e\n" +
+	"\n" +
+	"constraint\x18\x05 \x01(\tR\n" +
+	"constraintJ\x04\b\x02\x10\x03\"u\n" +
 	"\bDecision\x124\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1a.ambit.contract.v1.OutcomeR\aoutcome\x123\n" +
 	"\areasons\x18\x02 \x03(\v2\x19.ambit.contract.v1.ReasonR\areasons*~\n" +
@@ -1653,7 +2105,39 @@ const file_ambit_contract_v1_contract_proto_rawDesc = "" +
 	"\x12APERTURE_EXECUTIVE\x10\x03\x12\x16\n" +
 	"\x12APERTURE_REFLEXIVE\x10\x04\x12\x15\n" +
 	"\x11APERTURE_CONTRACT\x10\x05\x12\x13\n" +
-	"\x0fAPERTURE_LEDGER\x10\x06B\xd1\x01\n" +
+	"\x0fAPERTURE_LEDGER\x10\x06*\x8e\t\n" +
+	"\n" +
+	"ReasonCode\x12\x1b\n" +
+	"\x17REASON_CODE_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cREASON_CODE_CONTRACT_EXPIRED\x10\x01\x12 \n" +
+	"\x1cREASON_CODE_SUBJECT_MISMATCH\x10\x02\x12 \n" +
+	"\x1cREASON_CODE_PURPOSE_MISMATCH\x10\x03\x12%\n" +
+	"!REASON_CODE_STATE_VERSION_CHANGED\x10\x04\x12$\n" +
+	" REASON_CODE_FIELDS_OUTSIDE_GRANT\x10\x05\x12$\n" +
+	" REASON_CODE_SOURCE_OUTSIDE_GRANT\x10\x06\x12 \n" +
+	"\x1cREASON_CODE_EVIDENCE_TOO_OLD\x10\a\x12'\n" +
+	"#REASON_CODE_UNCORROBORATED_EVIDENCE\x10\b\x12-\n" +
+	")REASON_CODE_IRREVERSIBLE_EVIDENCE_TOO_OLD\x10\t\x12\"\n" +
+	"\x1eREASON_CODE_TOOL_OUTSIDE_GRANT\x10\n" +
+	"\x12)\n" +
+	"%REASON_CODE_DESTINATION_OUTSIDE_GRANT\x10\v\x12&\n" +
+	"\"REASON_CODE_CURRENCY_OUTSIDE_GRANT\x10\f\x12)\n" +
+	"%REASON_CODE_AMOUNT_EXCEEDS_HARD_LIMIT\x10\r\x12!\n" +
+	"\x1dREASON_CODE_APPROVAL_REQUIRED\x10\x0e\x12*\n" +
+	"&REASON_CODE_ACTION_COUNT_EXCEEDS_GRANT\x10\x0f\x12/\n" +
+	"+REASON_CODE_CUMULATIVE_AMOUNT_EXCEEDS_GRANT\x10\x10\x12*\n" +
+	"&REASON_CODE_IRREVERSIBLE_NOT_PERMITTED\x10\x11\x12.\n" +
+	"*REASON_CODE_IRREVERSIBLE_APPROVAL_REQUIRED\x10\x12\x12'\n" +
+	"#REASON_CODE_SELF_FACTS_OUTSIDE_VIEW\x10\x13\x12,\n" +
+	"(REASON_CODE_SELF_MUTATIONS_OUTSIDE_GRANT\x10\x14\x12'\n" +
+	"#REASON_CODE_SELF_MUTATION_FORBIDDEN\x10\x15\x12'\n" +
+	"#REASON_CODE_ALL_APERTURES_SATISFIED\x10\x16\x12&\n" +
+	"\"REASON_CODE_CONTRACT_NOT_CANONICAL\x10\x17\x12&\n" +
+	"\"REASON_CODE_RECORD_OUTSIDE_BINDING\x10\x18\x12'\n" +
+	"#REASON_CODE_RECORD_EVIDENCE_MISSING\x10\x19\x12#\n" +
+	"\x1fREASON_CODE_CONSTRAINT_VIOLATED\x10\x1a\x12&\n" +
+	"\"REASON_CODE_DESTINATION_UNRESOLVED\x10\x1b\x12#\n" +
+	"\x1fREASON_CODE_NO_TRUSTED_EVIDENCE\x10\x1cB\xd1\x01\n" +
 	"\x15com.ambit.contract.v1B\rContractProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/contract/v1;contractv1\xa2\x02\x03ACX\xaa\x02\x11Ambit.Contract.V1\xca\x02\x11Ambit\\Contract\\V1\xe2\x02\x1dAmbit\\Contract\\V1\\GPBMetadata\xea\x02\x13Ambit::Contract::V1b\x06proto3"
 
 var (
@@ -1668,60 +2152,69 @@ func file_ambit_contract_v1_contract_proto_rawDescGZIP() []byte {
 	return file_ambit_contract_v1_contract_proto_rawDescData
 }
 
-var file_ambit_contract_v1_contract_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ambit_contract_v1_contract_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_ambit_contract_v1_contract_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ambit_contract_v1_contract_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_ambit_contract_v1_contract_proto_goTypes = []any{
 	(Provenance)(0),               // 0: ambit.contract.v1.Provenance
 	(Outcome)(0),                  // 1: ambit.contract.v1.Outcome
 	(Aperture)(0),                 // 2: ambit.contract.v1.Aperture
-	(*Money)(nil),                 // 3: ambit.contract.v1.Money
-	(*Contract)(nil),              // 4: ambit.contract.v1.Contract
-	(*Binding)(nil),               // 5: ambit.contract.v1.Binding
-	(*RecordRef)(nil),             // 6: ambit.contract.v1.RecordRef
-	(*EvidenceAperture)(nil),      // 7: ambit.contract.v1.EvidenceAperture
-	(*SourceGrant)(nil),           // 8: ambit.contract.v1.SourceGrant
-	(*ActionAperture)(nil),        // 9: ambit.contract.v1.ActionAperture
-	(*ReflexiveAperture)(nil),     // 10: ambit.contract.v1.ReflexiveAperture
-	(*Coupling)(nil),              // 11: ambit.contract.v1.Coupling
-	(*Action)(nil),                // 12: ambit.contract.v1.Action
-	(*Refund)(nil),                // 13: ambit.contract.v1.Refund
-	(*EmailAttachment)(nil),       // 14: ambit.contract.v1.EmailAttachment
-	(*ChangePolicy)(nil),          // 15: ambit.contract.v1.ChangePolicy
-	(*Facts)(nil),                 // 16: ambit.contract.v1.Facts
-	(*EvidenceItem)(nil),          // 17: ambit.contract.v1.EvidenceItem
-	(*Reason)(nil),                // 18: ambit.contract.v1.Reason
-	(*Decision)(nil),              // 19: ambit.contract.v1.Decision
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(ReasonCode)(0),               // 3: ambit.contract.v1.ReasonCode
+	(*Money)(nil),                 // 4: ambit.contract.v1.Money
+	(*Contract)(nil),              // 5: ambit.contract.v1.Contract
+	(*Binding)(nil),               // 6: ambit.contract.v1.Binding
+	(*RecordRef)(nil),             // 7: ambit.contract.v1.RecordRef
+	(*EvidenceAperture)(nil),      // 8: ambit.contract.v1.EvidenceAperture
+	(*SourceGrant)(nil),           // 9: ambit.contract.v1.SourceGrant
+	(*DerivedField)(nil),          // 10: ambit.contract.v1.DerivedField
+	(*ActionAperture)(nil),        // 11: ambit.contract.v1.ActionAperture
+	(*ToolGrant)(nil),             // 12: ambit.contract.v1.ToolGrant
+	(*DestinationClass)(nil),      // 13: ambit.contract.v1.DestinationClass
+	(*RecordArgument)(nil),        // 14: ambit.contract.v1.RecordArgument
+	(*Constraint)(nil),            // 15: ambit.contract.v1.Constraint
+	(*ReflexiveAperture)(nil),     // 16: ambit.contract.v1.ReflexiveAperture
+	(*Coupling)(nil),              // 17: ambit.contract.v1.Coupling
+	(*ToolCall)(nil),              // 18: ambit.contract.v1.ToolCall
+	(*Facts)(nil),                 // 19: ambit.contract.v1.Facts
+	(*Violation)(nil),             // 20: ambit.contract.v1.Violation
+	(*EvidenceItem)(nil),          // 21: ambit.contract.v1.EvidenceItem
+	(*Reason)(nil),                // 22: ambit.contract.v1.Reason
+	(*Decision)(nil),              // 23: ambit.contract.v1.Decision
+	(*timestamppb.Timestamp)(nil), // 24: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 25: google.protobuf.Struct
 }
 var file_ambit_contract_v1_contract_proto_depIdxs = []int32{
-	5,  // 0: ambit.contract.v1.Contract.binding:type_name -> ambit.contract.v1.Binding
-	7,  // 1: ambit.contract.v1.Contract.evidence:type_name -> ambit.contract.v1.EvidenceAperture
-	9,  // 2: ambit.contract.v1.Contract.action:type_name -> ambit.contract.v1.ActionAperture
-	10, // 3: ambit.contract.v1.Contract.reflexive:type_name -> ambit.contract.v1.ReflexiveAperture
-	11, // 4: ambit.contract.v1.Contract.coupling:type_name -> ambit.contract.v1.Coupling
-	20, // 5: ambit.contract.v1.Binding.valid_until:type_name -> google.protobuf.Timestamp
-	6,  // 6: ambit.contract.v1.Binding.record:type_name -> ambit.contract.v1.RecordRef
-	8,  // 7: ambit.contract.v1.EvidenceAperture.sources:type_name -> ambit.contract.v1.SourceGrant
+	6,  // 0: ambit.contract.v1.Contract.binding:type_name -> ambit.contract.v1.Binding
+	8,  // 1: ambit.contract.v1.Contract.evidence:type_name -> ambit.contract.v1.EvidenceAperture
+	11, // 2: ambit.contract.v1.Contract.action:type_name -> ambit.contract.v1.ActionAperture
+	16, // 3: ambit.contract.v1.Contract.reflexive:type_name -> ambit.contract.v1.ReflexiveAperture
+	17, // 4: ambit.contract.v1.Contract.coupling:type_name -> ambit.contract.v1.Coupling
+	24, // 5: ambit.contract.v1.Binding.valid_until:type_name -> google.protobuf.Timestamp
+	7,  // 6: ambit.contract.v1.Binding.record:type_name -> ambit.contract.v1.RecordRef
+	9,  // 7: ambit.contract.v1.EvidenceAperture.sources:type_name -> ambit.contract.v1.SourceGrant
 	0,  // 8: ambit.contract.v1.SourceGrant.provenance:type_name -> ambit.contract.v1.Provenance
-	3,  // 9: ambit.contract.v1.ActionAperture.max_amount:type_name -> ambit.contract.v1.Money
-	3,  // 10: ambit.contract.v1.ActionAperture.approval_over:type_name -> ambit.contract.v1.Money
-	3,  // 11: ambit.contract.v1.ActionAperture.max_cumulative_amount:type_name -> ambit.contract.v1.Money
-	13, // 12: ambit.contract.v1.Action.refund:type_name -> ambit.contract.v1.Refund
-	14, // 13: ambit.contract.v1.Action.email_attachment:type_name -> ambit.contract.v1.EmailAttachment
-	15, // 14: ambit.contract.v1.Action.change_policy:type_name -> ambit.contract.v1.ChangePolicy
-	3,  // 15: ambit.contract.v1.Refund.amount:type_name -> ambit.contract.v1.Money
-	17, // 16: ambit.contract.v1.Facts.evidence:type_name -> ambit.contract.v1.EvidenceItem
-	3,  // 17: ambit.contract.v1.Facts.amount:type_name -> ambit.contract.v1.Money
-	3,  // 18: ambit.contract.v1.Facts.prior_amount:type_name -> ambit.contract.v1.Money
-	0,  // 19: ambit.contract.v1.EvidenceItem.provenance:type_name -> ambit.contract.v1.Provenance
-	2,  // 20: ambit.contract.v1.Reason.aperture:type_name -> ambit.contract.v1.Aperture
-	1,  // 21: ambit.contract.v1.Decision.outcome:type_name -> ambit.contract.v1.Outcome
-	18, // 22: ambit.contract.v1.Decision.reasons:type_name -> ambit.contract.v1.Reason
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	10, // 9: ambit.contract.v1.SourceGrant.derived:type_name -> ambit.contract.v1.DerivedField
+	4,  // 10: ambit.contract.v1.ActionAperture.max_amount:type_name -> ambit.contract.v1.Money
+	4,  // 11: ambit.contract.v1.ActionAperture.approval_over:type_name -> ambit.contract.v1.Money
+	4,  // 12: ambit.contract.v1.ActionAperture.max_cumulative_amount:type_name -> ambit.contract.v1.Money
+	12, // 13: ambit.contract.v1.ActionAperture.tools:type_name -> ambit.contract.v1.ToolGrant
+	25, // 14: ambit.contract.v1.ToolGrant.input_schema:type_name -> google.protobuf.Struct
+	13, // 15: ambit.contract.v1.ToolGrant.destinations:type_name -> ambit.contract.v1.DestinationClass
+	14, // 16: ambit.contract.v1.ToolGrant.record:type_name -> ambit.contract.v1.RecordArgument
+	15, // 17: ambit.contract.v1.ToolGrant.constraints:type_name -> ambit.contract.v1.Constraint
+	21, // 18: ambit.contract.v1.Facts.evidence:type_name -> ambit.contract.v1.EvidenceItem
+	4,  // 19: ambit.contract.v1.Facts.amount:type_name -> ambit.contract.v1.Money
+	4,  // 20: ambit.contract.v1.Facts.prior_amount:type_name -> ambit.contract.v1.Money
+	20, // 21: ambit.contract.v1.Facts.violations:type_name -> ambit.contract.v1.Violation
+	0,  // 22: ambit.contract.v1.EvidenceItem.provenance:type_name -> ambit.contract.v1.Provenance
+	2,  // 23: ambit.contract.v1.Reason.aperture:type_name -> ambit.contract.v1.Aperture
+	3,  // 24: ambit.contract.v1.Reason.code:type_name -> ambit.contract.v1.ReasonCode
+	1,  // 25: ambit.contract.v1.Decision.outcome:type_name -> ambit.contract.v1.Outcome
+	22, // 26: ambit.contract.v1.Decision.reasons:type_name -> ambit.contract.v1.Reason
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_ambit_contract_v1_contract_proto_init() }
@@ -1729,18 +2222,13 @@ func file_ambit_contract_v1_contract_proto_init() {
 	if File_ambit_contract_v1_contract_proto != nil {
 		return
 	}
-	file_ambit_contract_v1_contract_proto_msgTypes[9].OneofWrappers = []any{
-		(*Action_Refund)(nil),
-		(*Action_EmailAttachment)(nil),
-		(*Action_ChangePolicy)(nil),
-	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_contract_v1_contract_proto_rawDesc), len(file_ambit_contract_v1_contract_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   17,
+			NumEnums:      4,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,9 +10,11 @@
 package evidencev1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -34,8 +36,10 @@ type ReadRequest struct {
 	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
 	// Record key, e.g. "C-1001".
 	RecordKey string `protobuf:"bytes,3,opt,name=record_key,json=recordKey,proto3" json:"record_key,omitempty"`
-	// Fields wanted.
-	Fields        []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	// Fields wanted: raw, derived or quarantined names the contract grants.
+	Fields []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The purpose the agent reads for; it must be the task's.
+	Purpose       string `protobuf:"bytes,5,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -98,11 +102,19 @@ func (x *ReadRequest) GetFields() []string {
 	return nil
 }
 
+func (x *ReadRequest) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
 // ReadResponse holds the granted values and the receipt.
 type ReadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Field values, as text.
-	Values map[string]string `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Field values: text, numbers and booleans as the source holds them;
+	// derived fields hold their computed value.
+	Values *structpb.Struct `protobuf:"bytes,4,opt,name=values,proto3" json:"values,omitempty"`
 	// The decoded receipt, for convenience; the envelope is the proof.
 	Receipt *v1.EvidenceReceipt `protobuf:"bytes,2,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	// The signed evidence receipt, to cite in proposals.
@@ -141,7 +153,7 @@ func (*ReadResponse) Descriptor() ([]byte, []int) {
 	return file_ambit_evidence_v1_evidence_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *ReadResponse) GetValues() map[string]string {
+func (x *ReadResponse) GetValues() *structpb.Struct {
 	if x != nil {
 		return x.Values
 	}
@@ -166,20 +178,22 @@ var File_ambit_evidence_v1_evidence_proto protoreflect.FileDescriptor
 
 const file_ambit_evidence_v1_evidence_proto_rawDesc = "" +
 	"\n" +
-	" ambit/evidence/v1/evidence.proto\x12\x11ambit.evidence.v1\x1a\x1eambit/receipt/v1/receipt.proto\"u\n" +
-	"\vReadRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1d\n" +
+	" ambit/evidence/v1/evidence.proto\x12\x11ambit.evidence.v1\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd5\x01\n" +
+	"\vReadRequest\x12#\n" +
+	"\atask_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n" +
+	"\x06source\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x06source\x12)\n" +
 	"\n" +
-	"record_key\x18\x03 \x01(\tR\trecordKey\x12\x16\n" +
-	"\x06fields\x18\x04 \x03(\tR\x06fields\"\x8e\x02\n" +
-	"\fReadResponse\x12C\n" +
-	"\x06values\x18\x01 \x03(\v2+.ambit.evidence.v1.ReadResponse.ValuesEntryR\x06values\x12;\n" +
+	"record_key\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n" +
+	"\x06fields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\b\x01\x10\x80\x02\"\ar\x05\x10\x01\x18\x80\x01R\x06fields\x12$\n" +
+	"\apurpose\x18\x05 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\apurpose\"\xd2\x01\n" +
+	"\fReadResponse\x12/\n" +
+	"\x06values\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06values\x12;\n" +
 	"\areceipt\x18\x02 \x01(\v2!.ambit.receipt.v1.EvidenceReceiptR\areceipt\x12A\n" +
-	"\x0esigned_receipt\x18\x03 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x1a9\n" +
-	"\vValuesEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012Z\n" +
+	"\x0esigned_receipt\x18\x03 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceiptJ\x04\b\x01\x10\x02R\vvalues_text2Z\n" +
 	"\x0fEvidenceService\x12G\n" +
 	"\x04Read\x12\x1e.ambit.evidence.v1.ReadRequest\x1a\x1f.ambit.evidence.v1.ReadResponseB\xd1\x01\n" +
 	"\x15com.ambit.evidence.v1B\rEvidenceProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1;evidencev1\xa2\x02\x03AEX\xaa\x02\x11Ambit.Evidence.V1\xca\x02\x11Ambit\\Evidence\\V1\xe2\x02\x1dAmbit\\Evidence\\V1\\GPBMetadata\xea\x02\x13Ambit::Evidence::V1b\x06proto3"
@@ -196,16 +210,16 @@ func file_ambit_evidence_v1_evidence_proto_rawDescGZIP() []byte {
 	return file_ambit_evidence_v1_evidence_proto_rawDescData
 }
 
-var file_ambit_evidence_v1_evidence_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_ambit_evidence_v1_evidence_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_ambit_evidence_v1_evidence_proto_goTypes = []any{
 	(*ReadRequest)(nil),        // 0: ambit.evidence.v1.ReadRequest
 	(*ReadResponse)(nil),       // 1: ambit.evidence.v1.ReadResponse
-	nil,                        // 2: ambit.evidence.v1.ReadResponse.ValuesEntry
+	(*structpb.Struct)(nil),    // 2: google.protobuf.Struct
 	(*v1.EvidenceReceipt)(nil), // 3: ambit.receipt.v1.EvidenceReceipt
 	(*v1.Envelope)(nil),        // 4: ambit.receipt.v1.Envelope
 }
 var file_ambit_evidence_v1_evidence_proto_depIdxs = []int32{
-	2, // 0: ambit.evidence.v1.ReadResponse.values:type_name -> ambit.evidence.v1.ReadResponse.ValuesEntry
+	2, // 0: ambit.evidence.v1.ReadResponse.values:type_name -> google.protobuf.Struct
 	3, // 1: ambit.evidence.v1.ReadResponse.receipt:type_name -> ambit.receipt.v1.EvidenceReceipt
 	4, // 2: ambit.evidence.v1.ReadResponse.signed_receipt:type_name -> ambit.receipt.v1.Envelope
 	0, // 3: ambit.evidence.v1.EvidenceService.Read:input_type -> ambit.evidence.v1.ReadRequest
@@ -228,7 +242,7 @@ func file_ambit_evidence_v1_evidence_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_evidence_v1_evidence_proto_rawDesc), len(file_ambit_evidence_v1_evidence_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@
 package kernelv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v12 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
@@ -40,7 +41,9 @@ type AuthorizeReadRequest struct {
 	Fields []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
 	// The agent the read is for, as the adapter authenticated it; it must be
 	// the task's agent.
-	Agent         string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent string `protobuf:"bytes,5,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The purpose the agent reads for; it must be the task's.
+	Purpose       string `protobuf:"bytes,6,opt,name=purpose,proto3" json:"purpose,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -110,13 +113,33 @@ func (x *AuthorizeReadRequest) GetAgent() string {
 	return ""
 }
 
-// AuthorizeReadResponse grants the read.
+func (x *AuthorizeReadRequest) GetPurpose() string {
+	if x != nil {
+		return x.Purpose
+	}
+	return ""
+}
+
+// AuthorizeReadResponse grants the read and says how to make it.
 type AuthorizeReadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The provenance class the contract assigns the source.
-	Provenance    v1.Provenance `protobuf:"varint,1,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Provenance v1.Provenance `protobuf:"varint,1,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
+	// The requested fields that are derived, with their expressions: the
+	// adapter computes them from the record and releases only the result.
+	Derived []*v1.DerivedField `protobuf:"bytes,2,rep,name=derived,proto3" json:"derived,omitempty"`
+	// The requested fields released only as quarantined text.
+	Quarantined []string `protobuf:"bytes,3,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
+	// When set, the row is released only if this field equals confine_value
+	// (the task's bound record key): reads stay on the task's record.
+	ConfineField string `protobuf:"bytes,4,opt,name=confine_field,json=confineField,proto3" json:"confine_field,omitempty"`
+	// The value confine_field must hold.
+	ConfineValue string `protobuf:"bytes,5,opt,name=confine_value,json=confineValue,proto3" json:"confine_value,omitempty"`
+	// When set, the state version the task is bound to: a read finding
+	// another version is refused after the kernel has noted the change.
+	BoundStateVersion string `protobuf:"bytes,6,opt,name=bound_state_version,json=boundStateVersion,proto3" json:"bound_state_version,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AuthorizeReadResponse) Reset() {
@@ -154,6 +177,41 @@ func (x *AuthorizeReadResponse) GetProvenance() v1.Provenance {
 		return x.Provenance
 	}
 	return v1.Provenance(0)
+}
+
+func (x *AuthorizeReadResponse) GetDerived() []*v1.DerivedField {
+	if x != nil {
+		return x.Derived
+	}
+	return nil
+}
+
+func (x *AuthorizeReadResponse) GetQuarantined() []string {
+	if x != nil {
+		return x.Quarantined
+	}
+	return nil
+}
+
+func (x *AuthorizeReadResponse) GetConfineField() string {
+	if x != nil {
+		return x.ConfineField
+	}
+	return ""
+}
+
+func (x *AuthorizeReadResponse) GetConfineValue() string {
+	if x != nil {
+		return x.ConfineValue
+	}
+	return ""
+}
+
+func (x *AuthorizeReadResponse) GetBoundStateVersion() string {
+	if x != nil {
+		return x.BoundStateVersion
+	}
+	return ""
 }
 
 // RecordEvidenceRequest carries a signed evidence receipt.
@@ -257,17 +315,19 @@ func (x *RecordEvidenceResponse) GetRevokedCapabilityIds() []string {
 	return nil
 }
 
-// RedeemCapabilityRequest presents a capability for its effect.
+// RedeemCapabilityRequest presents a capability for its effect: exactly
+// the call the capability binds.
 type RedeemCapabilityRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The signed capability.
 	Capability *v11.Envelope `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
-	// The effect requested.
-	Action *v1.Action `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// The idempotency key requested.
 	IdempotencyKey string `protobuf:"bytes,3,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent presenting the capability, as the action adapter
+	// authenticated it; it must be the capability's holder.
+	Holder        string `protobuf:"bytes,4,opt,name=holder,proto3" json:"holder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RedeemCapabilityRequest) Reset() {
@@ -307,16 +367,16 @@ func (x *RedeemCapabilityRequest) GetCapability() *v11.Envelope {
 	return nil
 }
 
-func (x *RedeemCapabilityRequest) GetAction() *v1.Action {
-	if x != nil {
-		return x.Action
-	}
-	return nil
-}
-
 func (x *RedeemCapabilityRequest) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *RedeemCapabilityRequest) GetHolder() string {
+	if x != nil {
+		return x.Holder
 	}
 	return ""
 }
@@ -560,33 +620,311 @@ func (x *RecordReadbackResponse) GetCommitment() *v12.Commitment {
 	return nil
 }
 
+// ReportStateChangeRequest names a record and the state version observed.
+type ReportStateChangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source name.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// Record key.
+	RecordKey string `protobuf:"bytes,2,opt,name=record_key,json=recordKey,proto3" json:"record_key,omitempty"`
+	// The state version observed now; empty when the record is gone.
+	StateVersion  string `protobuf:"bytes,3,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportStateChangeRequest) Reset() {
+	*x = ReportStateChangeRequest{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportStateChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportStateChangeRequest) ProtoMessage() {}
+
+func (x *ReportStateChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportStateChangeRequest.ProtoReflect.Descriptor instead.
+func (*ReportStateChangeRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ReportStateChangeRequest) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ReportStateChangeRequest) GetRecordKey() string {
+	if x != nil {
+		return x.RecordKey
+	}
+	return ""
+}
+
+func (x *ReportStateChangeRequest) GetStateVersion() string {
+	if x != nil {
+		return x.StateVersion
+	}
+	return ""
+}
+
+// ReportStateChangeResponse reports what the change revoked.
+type ReportStateChangeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the version differed from the last one seen.
+	StateChanged bool `protobuf:"varint,1,opt,name=state_changed,json=stateChanged,proto3" json:"state_changed,omitempty"`
+	// Capabilities revoked because of it.
+	RevokedCapabilityIds []string `protobuf:"bytes,2,rep,name=revoked_capability_ids,json=revokedCapabilityIds,proto3" json:"revoked_capability_ids,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *ReportStateChangeResponse) Reset() {
+	*x = ReportStateChangeResponse{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportStateChangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportStateChangeResponse) ProtoMessage() {}
+
+func (x *ReportStateChangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportStateChangeResponse.ProtoReflect.Descriptor instead.
+func (*ReportStateChangeResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ReportStateChangeResponse) GetStateChanged() bool {
+	if x != nil {
+		return x.StateChanged
+	}
+	return false
+}
+
+func (x *ReportStateChangeResponse) GetRevokedCapabilityIds() []string {
+	if x != nil {
+		return x.RevokedCapabilityIds
+	}
+	return nil
+}
+
+// WatchedRecordsRequest asks for the records to watch.
+type WatchedRecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchedRecordsRequest) Reset() {
+	*x = WatchedRecordsRequest{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchedRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchedRecordsRequest) ProtoMessage() {}
+
+func (x *WatchedRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchedRecordsRequest.ProtoReflect.Descriptor instead.
+func (*WatchedRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{12}
+}
+
+// WatchedRecordsResponse lists records and their last seen versions.
+type WatchedRecordsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records.
+	Records       []*WatchedRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchedRecordsResponse) Reset() {
+	*x = WatchedRecordsResponse{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchedRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchedRecordsResponse) ProtoMessage() {}
+
+func (x *WatchedRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchedRecordsResponse.ProtoReflect.Descriptor instead.
+func (*WatchedRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WatchedRecordsResponse) GetRecords() []*WatchedRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// WatchedRecord is one record a task's grants depend on.
+type WatchedRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Source name.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// Record key.
+	RecordKey string `protobuf:"bytes,2,opt,name=record_key,json=recordKey,proto3" json:"record_key,omitempty"`
+	// The state version the kernel last saw.
+	StateVersion  string `protobuf:"bytes,3,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchedRecord) Reset() {
+	*x = WatchedRecord{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchedRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchedRecord) ProtoMessage() {}
+
+func (x *WatchedRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchedRecord.ProtoReflect.Descriptor instead.
+func (*WatchedRecord) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WatchedRecord) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *WatchedRecord) GetRecordKey() string {
+	if x != nil {
+		return x.RecordKey
+	}
+	return ""
+}
+
+func (x *WatchedRecord) GetStateVersion() string {
+	if x != nil {
+		return x.StateVersion
+	}
+	return ""
+}
+
 var File_ambit_kernel_v1_adapter_proto protoreflect.FileDescriptor
 
 const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\n" +
-	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\"\x94\x01\n" +
-	"\x14AuthorizeReadRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06source\x18\x02 \x01(\tR\x06source\x12\x1d\n" +
+	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\"\x80\x02\n" +
+	"\x14AuthorizeReadRequest\x12#\n" +
+	"\atask_id\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n" +
+	"\x06source\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x06source\x12)\n" +
 	"\n" +
-	"record_key\x18\x03 \x01(\tR\trecordKey\x12\x16\n" +
-	"\x06fields\x18\x04 \x03(\tR\x06fields\x12\x14\n" +
-	"\x05agent\x18\x05 \x01(\tR\x05agent\"V\n" +
+	"record_key\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n" +
+	"\x06fields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\b\x01\x10\x80\x02\"\ar\x05\x10\x01\x18\x80\x01R\x06fields\x12 \n" +
+	"\x05agent\x18\x05 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x05agent\x12$\n" +
+	"\apurpose\x18\x06 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\apurpose\"\xad\x02\n" +
 	"\x15AuthorizeReadResponse\x12=\n" +
 	"\n" +
 	"provenance\x18\x01 \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +
-	"provenance\"M\n" +
+	"provenance\x129\n" +
+	"\aderived\x18\x02 \x03(\v2\x1f.ambit.contract.v1.DerivedFieldR\aderived\x12 \n" +
+	"\vquarantined\x18\x03 \x03(\tR\vquarantined\x12#\n" +
+	"\rconfine_field\x18\x04 \x01(\tR\fconfineField\x12#\n" +
+	"\rconfine_value\x18\x05 \x01(\tR\fconfineValue\x12.\n" +
+	"\x13bound_state_version\x18\x06 \x01(\tR\x11boundStateVersion\"M\n" +
 	"\x15RecordEvidenceRequest\x124\n" +
 	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"s\n" +
 	"\x16RecordEvidenceResponse\x12#\n" +
 	"\rstate_changed\x18\x01 \x01(\bR\fstateChanged\x124\n" +
-	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\xb1\x01\n" +
-	"\x17RedeemCapabilityRequest\x12:\n" +
+	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\xc2\x01\n" +
+	"\x17RedeemCapabilityRequest\x12B\n" +
 	"\n" +
-	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\n" +
-	"capability\x121\n" +
-	"\x06action\x18\x02 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x12'\n" +
-	"\x0fidempotency_key\x18\x03 \x01(\tR\x0eidempotencyKey\"l\n" +
+	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
+	"capability\x123\n" +
+	"\x0fidempotency_key\x18\x03 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\x12 \n" +
+	"\x06holder\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x06holderJ\x04\b\x02\x10\x03R\x06action\"l\n" +
 	"\x18RedeemCapabilityResponse\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\bR\x05first\x12:\n" +
 	"\n" +
@@ -603,13 +941,33 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\x16RecordReadbackResponse\x12:\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
-	"commitment2\xfc\x03\n" +
+	"commitment\"\x98\x01\n" +
+	"\x18ReportStateChangeRequest\x12\"\n" +
+	"\x06source\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x06source\x12)\n" +
+	"\n" +
+	"record_key\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\trecordKey\x12-\n" +
+	"\rstate_version\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\fstateVersion\"v\n" +
+	"\x19ReportStateChangeResponse\x12#\n" +
+	"\rstate_changed\x18\x01 \x01(\bR\fstateChanged\x124\n" +
+	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\x17\n" +
+	"\x15WatchedRecordsRequest\"R\n" +
+	"\x16WatchedRecordsResponse\x128\n" +
+	"\arecords\x18\x01 \x03(\v2\x1e.ambit.kernel.v1.WatchedRecordR\arecords\"k\n" +
+	"\rWatchedRecord\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1d\n" +
+	"\n" +
+	"record_key\x18\x02 \x01(\tR\trecordKey\x12#\n" +
+	"\rstate_version\x18\x03 \x01(\tR\fstateVersion2\xcb\x05\n" +
 	"\x0eAdapterService\x12^\n" +
 	"\rAuthorizeRead\x12%.ambit.kernel.v1.AuthorizeReadRequest\x1a&.ambit.kernel.v1.AuthorizeReadResponse\x12a\n" +
 	"\x0eRecordEvidence\x12&.ambit.kernel.v1.RecordEvidenceRequest\x1a'.ambit.kernel.v1.RecordEvidenceResponse\x12g\n" +
 	"\x10RedeemCapability\x12(.ambit.kernel.v1.RedeemCapabilityRequest\x1a).ambit.kernel.v1.RedeemCapabilityResponse\x12[\n" +
 	"\fRecordEffect\x12$.ambit.kernel.v1.RecordEffectRequest\x1a%.ambit.kernel.v1.RecordEffectResponse\x12a\n" +
-	"\x0eRecordReadback\x12&.ambit.kernel.v1.RecordReadbackRequest\x1a'.ambit.kernel.v1.RecordReadbackResponseB\xc2\x01\n" +
+	"\x0eRecordReadback\x12&.ambit.kernel.v1.RecordReadbackRequest\x1a'.ambit.kernel.v1.RecordReadbackResponse\x12j\n" +
+	"\x11ReportStateChange\x12).ambit.kernel.v1.ReportStateChangeRequest\x1a*.ambit.kernel.v1.ReportStateChangeResponse\x12a\n" +
+	"\x0eWatchedRecords\x12&.ambit.kernel.v1.WatchedRecordsRequest\x1a'.ambit.kernel.v1.WatchedRecordsResponseB\xc2\x01\n" +
 	"\x13com.ambit.kernel.v1B\fAdapterProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1;kernelv1\xa2\x02\x03AKX\xaa\x02\x0fAmbit.Kernel.V1\xca\x02\x0fAmbit\\Kernel\\V1\xe2\x02\x1bAmbit\\Kernel\\V1\\GPBMetadata\xea\x02\x11Ambit::Kernel::V1b\x06proto3"
 
 var (
@@ -624,48 +982,58 @@ func file_ambit_kernel_v1_adapter_proto_rawDescGZIP() []byte {
 	return file_ambit_kernel_v1_adapter_proto_rawDescData
 }
 
-var file_ambit_kernel_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_ambit_kernel_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_ambit_kernel_v1_adapter_proto_goTypes = []any{
-	(*AuthorizeReadRequest)(nil),     // 0: ambit.kernel.v1.AuthorizeReadRequest
-	(*AuthorizeReadResponse)(nil),    // 1: ambit.kernel.v1.AuthorizeReadResponse
-	(*RecordEvidenceRequest)(nil),    // 2: ambit.kernel.v1.RecordEvidenceRequest
-	(*RecordEvidenceResponse)(nil),   // 3: ambit.kernel.v1.RecordEvidenceResponse
-	(*RedeemCapabilityRequest)(nil),  // 4: ambit.kernel.v1.RedeemCapabilityRequest
-	(*RedeemCapabilityResponse)(nil), // 5: ambit.kernel.v1.RedeemCapabilityResponse
-	(*RecordEffectRequest)(nil),      // 6: ambit.kernel.v1.RecordEffectRequest
-	(*RecordEffectResponse)(nil),     // 7: ambit.kernel.v1.RecordEffectResponse
-	(*RecordReadbackRequest)(nil),    // 8: ambit.kernel.v1.RecordReadbackRequest
-	(*RecordReadbackResponse)(nil),   // 9: ambit.kernel.v1.RecordReadbackResponse
-	(v1.Provenance)(0),               // 10: ambit.contract.v1.Provenance
-	(*v11.Envelope)(nil),             // 11: ambit.receipt.v1.Envelope
-	(*v1.Action)(nil),                // 12: ambit.contract.v1.Action
-	(*v12.Commitment)(nil),           // 13: ambit.agent.v1.Commitment
+	(*AuthorizeReadRequest)(nil),      // 0: ambit.kernel.v1.AuthorizeReadRequest
+	(*AuthorizeReadResponse)(nil),     // 1: ambit.kernel.v1.AuthorizeReadResponse
+	(*RecordEvidenceRequest)(nil),     // 2: ambit.kernel.v1.RecordEvidenceRequest
+	(*RecordEvidenceResponse)(nil),    // 3: ambit.kernel.v1.RecordEvidenceResponse
+	(*RedeemCapabilityRequest)(nil),   // 4: ambit.kernel.v1.RedeemCapabilityRequest
+	(*RedeemCapabilityResponse)(nil),  // 5: ambit.kernel.v1.RedeemCapabilityResponse
+	(*RecordEffectRequest)(nil),       // 6: ambit.kernel.v1.RecordEffectRequest
+	(*RecordEffectResponse)(nil),      // 7: ambit.kernel.v1.RecordEffectResponse
+	(*RecordReadbackRequest)(nil),     // 8: ambit.kernel.v1.RecordReadbackRequest
+	(*RecordReadbackResponse)(nil),    // 9: ambit.kernel.v1.RecordReadbackResponse
+	(*ReportStateChangeRequest)(nil),  // 10: ambit.kernel.v1.ReportStateChangeRequest
+	(*ReportStateChangeResponse)(nil), // 11: ambit.kernel.v1.ReportStateChangeResponse
+	(*WatchedRecordsRequest)(nil),     // 12: ambit.kernel.v1.WatchedRecordsRequest
+	(*WatchedRecordsResponse)(nil),    // 13: ambit.kernel.v1.WatchedRecordsResponse
+	(*WatchedRecord)(nil),             // 14: ambit.kernel.v1.WatchedRecord
+	(v1.Provenance)(0),                // 15: ambit.contract.v1.Provenance
+	(*v1.DerivedField)(nil),           // 16: ambit.contract.v1.DerivedField
+	(*v11.Envelope)(nil),              // 17: ambit.receipt.v1.Envelope
+	(*v12.Commitment)(nil),            // 18: ambit.agent.v1.Commitment
 }
 var file_ambit_kernel_v1_adapter_proto_depIdxs = []int32{
-	10, // 0: ambit.kernel.v1.AuthorizeReadResponse.provenance:type_name -> ambit.contract.v1.Provenance
-	11, // 1: ambit.kernel.v1.RecordEvidenceRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	11, // 2: ambit.kernel.v1.RedeemCapabilityRequest.capability:type_name -> ambit.receipt.v1.Envelope
-	12, // 3: ambit.kernel.v1.RedeemCapabilityRequest.action:type_name -> ambit.contract.v1.Action
-	13, // 4: ambit.kernel.v1.RedeemCapabilityResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	11, // 5: ambit.kernel.v1.RecordEffectRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	13, // 6: ambit.kernel.v1.RecordEffectResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	11, // 7: ambit.kernel.v1.RecordReadbackRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	13, // 8: ambit.kernel.v1.RecordReadbackResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	0,  // 9: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
-	2,  // 10: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
-	4,  // 11: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
-	6,  // 12: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
-	8,  // 13: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
-	1,  // 14: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
-	3,  // 15: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
-	5,  // 16: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
-	7,  // 17: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
-	9,  // 18: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
-	14, // [14:19] is the sub-list for method output_type
-	9,  // [9:14] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 0: ambit.kernel.v1.AuthorizeReadResponse.provenance:type_name -> ambit.contract.v1.Provenance
+	16, // 1: ambit.kernel.v1.AuthorizeReadResponse.derived:type_name -> ambit.contract.v1.DerivedField
+	17, // 2: ambit.kernel.v1.RecordEvidenceRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	17, // 3: ambit.kernel.v1.RedeemCapabilityRequest.capability:type_name -> ambit.receipt.v1.Envelope
+	18, // 4: ambit.kernel.v1.RedeemCapabilityResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	17, // 5: ambit.kernel.v1.RecordEffectRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	18, // 6: ambit.kernel.v1.RecordEffectResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	17, // 7: ambit.kernel.v1.RecordReadbackRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	18, // 8: ambit.kernel.v1.RecordReadbackResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	14, // 9: ambit.kernel.v1.WatchedRecordsResponse.records:type_name -> ambit.kernel.v1.WatchedRecord
+	0,  // 10: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
+	2,  // 11: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
+	4,  // 12: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
+	6,  // 13: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
+	8,  // 14: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
+	10, // 15: ambit.kernel.v1.AdapterService.ReportStateChange:input_type -> ambit.kernel.v1.ReportStateChangeRequest
+	12, // 16: ambit.kernel.v1.AdapterService.WatchedRecords:input_type -> ambit.kernel.v1.WatchedRecordsRequest
+	1,  // 17: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
+	3,  // 18: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
+	5,  // 19: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
+	7,  // 20: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
+	9,  // 21: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
+	11, // 22: ambit.kernel.v1.AdapterService.ReportStateChange:output_type -> ambit.kernel.v1.ReportStateChangeResponse
+	13, // 23: ambit.kernel.v1.AdapterService.WatchedRecords:output_type -> ambit.kernel.v1.WatchedRecordsResponse
+	17, // [17:24] is the sub-list for method output_type
+	10, // [10:17] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_ambit_kernel_v1_adapter_proto_init() }
@@ -679,7 +1047,7 @@ func file_ambit_kernel_v1_adapter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_kernel_v1_adapter_proto_rawDesc), len(file_ambit_kernel_v1_adapter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,11 +22,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdapterService_AuthorizeRead_FullMethodName    = "/ambit.kernel.v1.AdapterService/AuthorizeRead"
-	AdapterService_RecordEvidence_FullMethodName   = "/ambit.kernel.v1.AdapterService/RecordEvidence"
-	AdapterService_RedeemCapability_FullMethodName = "/ambit.kernel.v1.AdapterService/RedeemCapability"
-	AdapterService_RecordEffect_FullMethodName     = "/ambit.kernel.v1.AdapterService/RecordEffect"
-	AdapterService_RecordReadback_FullMethodName   = "/ambit.kernel.v1.AdapterService/RecordReadback"
+	AdapterService_AuthorizeRead_FullMethodName     = "/ambit.kernel.v1.AdapterService/AuthorizeRead"
+	AdapterService_RecordEvidence_FullMethodName    = "/ambit.kernel.v1.AdapterService/RecordEvidence"
+	AdapterService_RedeemCapability_FullMethodName  = "/ambit.kernel.v1.AdapterService/RedeemCapability"
+	AdapterService_RecordEffect_FullMethodName      = "/ambit.kernel.v1.AdapterService/RecordEffect"
+	AdapterService_RecordReadback_FullMethodName    = "/ambit.kernel.v1.AdapterService/RecordReadback"
+	AdapterService_ReportStateChange_FullMethodName = "/ambit.kernel.v1.AdapterService/ReportStateChange"
+	AdapterService_WatchedRecords_FullMethodName    = "/ambit.kernel.v1.AdapterService/WatchedRecords"
 )
 
 // AdapterServiceClient is the client API for AdapterService service.
@@ -55,6 +57,17 @@ type AdapterServiceClient interface {
 	// RecordReadback logs a signed readback receipt and closes the commitment
 	// when verified, or marks it failed. Verifiers only.
 	RecordReadback(ctx context.Context, in *RecordReadbackRequest, opts ...grpc.CallOption) (*RecordReadbackResponse, error)
+	// ReportStateChange tells the kernel that a record's state version
+	// changed, as the evidence adapter observed it while watching the
+	// records tasks are bound to. The kernel notes the version and, when it
+	// differs from the last one seen, revokes the outstanding capabilities
+	// and open approvals on the record at once (coupling rule 3). Evidence
+	// adapters only.
+	ReportStateChange(ctx context.Context, in *ReportStateChangeRequest, opts ...grpc.CallOption) (*ReportStateChangeResponse, error)
+	// WatchedRecords lists the records of the tasks that hold outstanding
+	// grants, with the state version the kernel last saw, so that an
+	// evidence adapter knows what to watch. Evidence adapters only.
+	WatchedRecords(ctx context.Context, in *WatchedRecordsRequest, opts ...grpc.CallOption) (*WatchedRecordsResponse, error)
 }
 
 type adapterServiceClient struct {
@@ -115,6 +128,26 @@ func (c *adapterServiceClient) RecordReadback(ctx context.Context, in *RecordRea
 	return out, nil
 }
 
+func (c *adapterServiceClient) ReportStateChange(ctx context.Context, in *ReportStateChangeRequest, opts ...grpc.CallOption) (*ReportStateChangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportStateChangeResponse)
+	err := c.cc.Invoke(ctx, AdapterService_ReportStateChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adapterServiceClient) WatchedRecords(ctx context.Context, in *WatchedRecordsRequest, opts ...grpc.CallOption) (*WatchedRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WatchedRecordsResponse)
+	err := c.cc.Invoke(ctx, AdapterService_WatchedRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdapterServiceServer is the server API for AdapterService service.
 // All implementations must embed UnimplementedAdapterServiceServer
 // for forward compatibility.
@@ -141,6 +174,17 @@ type AdapterServiceServer interface {
 	// RecordReadback logs a signed readback receipt and closes the commitment
 	// when verified, or marks it failed. Verifiers only.
 	RecordReadback(context.Context, *RecordReadbackRequest) (*RecordReadbackResponse, error)
+	// ReportStateChange tells the kernel that a record's state version
+	// changed, as the evidence adapter observed it while watching the
+	// records tasks are bound to. The kernel notes the version and, when it
+	// differs from the last one seen, revokes the outstanding capabilities
+	// and open approvals on the record at once (coupling rule 3). Evidence
+	// adapters only.
+	ReportStateChange(context.Context, *ReportStateChangeRequest) (*ReportStateChangeResponse, error)
+	// WatchedRecords lists the records of the tasks that hold outstanding
+	// grants, with the state version the kernel last saw, so that an
+	// evidence adapter knows what to watch. Evidence adapters only.
+	WatchedRecords(context.Context, *WatchedRecordsRequest) (*WatchedRecordsResponse, error)
 	mustEmbedUnimplementedAdapterServiceServer()
 }
 
@@ -165,6 +209,12 @@ func (UnimplementedAdapterServiceServer) RecordEffect(context.Context, *RecordEf
 }
 func (UnimplementedAdapterServiceServer) RecordReadback(context.Context, *RecordReadbackRequest) (*RecordReadbackResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordReadback not implemented")
+}
+func (UnimplementedAdapterServiceServer) ReportStateChange(context.Context, *ReportStateChangeRequest) (*ReportStateChangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportStateChange not implemented")
+}
+func (UnimplementedAdapterServiceServer) WatchedRecords(context.Context, *WatchedRecordsRequest) (*WatchedRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WatchedRecords not implemented")
 }
 func (UnimplementedAdapterServiceServer) mustEmbedUnimplementedAdapterServiceServer() {}
 func (UnimplementedAdapterServiceServer) testEmbeddedByValue()                        {}
@@ -277,6 +327,42 @@ func _AdapterService_RecordReadback_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdapterService_ReportStateChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportStateChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdapterServiceServer).ReportStateChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdapterService_ReportStateChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdapterServiceServer).ReportStateChange(ctx, req.(*ReportStateChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdapterService_WatchedRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WatchedRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdapterServiceServer).WatchedRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdapterService_WatchedRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdapterServiceServer).WatchedRecords(ctx, req.(*WatchedRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdapterService_ServiceDesc is the grpc.ServiceDesc for AdapterService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -303,6 +389,14 @@ var AdapterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordReadback",
 			Handler:    _AdapterService_RecordReadback_Handler,
+		},
+		{
+			MethodName: "ReportStateChange",
+			Handler:    _AdapterService_ReportStateChange_Handler,
+		},
+		{
+			MethodName: "WatchedRecords",
+			Handler:    _AdapterService_WatchedRecords_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

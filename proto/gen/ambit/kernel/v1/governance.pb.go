@@ -833,8 +833,8 @@ type Approval struct {
 	TaskId string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Decision that asked for it.
 	DecisionId string `protobuf:"bytes,3,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
-	// The action to approve.
-	Action *v11.Action `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"`
+	// The call to approve.
+	Call *v11.ToolCall `protobuf:"bytes,12,opt,name=call,proto3" json:"call,omitempty"`
 	// Why approval is needed.
 	Reasons []*v11.Reason `protobuf:"bytes,5,rep,name=reasons,proto3" json:"reasons,omitempty"`
 	// Where it stands.
@@ -900,9 +900,9 @@ func (x *Approval) GetDecisionId() string {
 	return ""
 }
 
-func (x *Approval) GetAction() *v11.Action {
+func (x *Approval) GetCall() *v11.ToolCall {
 	if x != nil {
-		return x.Action
+		return x.Call
 	}
 	return nil
 }
@@ -1500,20 +1500,20 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\vchild_agent\x18\x05 \x01(\tR\n" +
 	"childAgent\"L\n" +
 	"\x15DeriveHandoffResponse\x123\n" +
-	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\xf5\x02\n" +
+	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\x81\x03\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vdecision_id\x18\x03 \x01(\tR\n" +
-	"decisionId\x121\n" +
-	"\x06action\x18\x04 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x123\n" +
+	"decisionId\x12/\n" +
+	"\x04call\x18\f \x01(\v2\x1b.ambit.contract.v1.ToolCallR\x04call\x123\n" +
 	"\areasons\x18\x05 \x03(\v2\x19.ambit.contract.v1.ReasonR\areasons\x124\n" +
 	"\x05state\x18\x06 \x01(\x0e2\x1e.ambit.kernel.v1.ApprovalStateR\x05state\x12\x1d\n" +
 	"\n" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12\x12\n" +
 	"\x04note\x18\b \x01(\tR\x04note\x12=\n" +
-	"\frequested_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\"L\n" +
+	"\frequested_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAtJ\x04\b\x04\x10\x05R\x06action\"L\n" +
 	"\x14ListApprovalsRequest\x124\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1e.ambit.kernel.v1.ApprovalStateR\x05state\"P\n" +
 	"\x15ListApprovalsResponse\x127\n" +
@@ -1608,7 +1608,7 @@ var file_ambit_kernel_v1_governance_proto_goTypes = []any{
 	(*v1.ClassifiedItem)(nil),       // 27: ambit.ledger.v1.ClassifiedItem
 	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
 	(*v1.HandoffFilter)(nil),        // 29: ambit.ledger.v1.HandoffFilter
-	(*v11.Action)(nil),              // 30: ambit.contract.v1.Action
+	(*v11.ToolCall)(nil),            // 30: ambit.contract.v1.ToolCall
 	(*v11.Reason)(nil),              // 31: ambit.contract.v1.Reason
 	(*v12.Commitment)(nil),          // 32: ambit.agent.v1.Commitment
 	(*v1.Entry)(nil),                // 33: ambit.ledger.v1.Entry
@@ -1625,7 +1625,7 @@ var file_ambit_kernel_v1_governance_proto_depIdxs = []int32{
 	27, // 8: ambit.kernel.v1.BindTaskResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
 	29, // 9: ambit.kernel.v1.DeriveHandoffRequest.filter:type_name -> ambit.ledger.v1.HandoffFilter
 	27, // 10: ambit.kernel.v1.DeriveHandoffResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	30, // 11: ambit.kernel.v1.Approval.action:type_name -> ambit.contract.v1.Action
+	30, // 11: ambit.kernel.v1.Approval.call:type_name -> ambit.contract.v1.ToolCall
 	31, // 12: ambit.kernel.v1.Approval.reasons:type_name -> ambit.contract.v1.Reason
 	0,  // 13: ambit.kernel.v1.Approval.state:type_name -> ambit.kernel.v1.ApprovalState
 	28, // 14: ambit.kernel.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp

@@ -959,16 +959,16 @@ type HandoffFilter struct {
 	Fields []string `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
 	// Evidence sources.
 	Sources []string `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
-	// Action types.
-	ActionTypes []string `protobuf:"bytes,3,rep,name=action_types,json=actionTypes,proto3" json:"action_types,omitempty"`
-	// Destinations.
+	// Destination classes, within each kept tool.
 	Destinations []string `protobuf:"bytes,4,rep,name=destinations,proto3" json:"destinations,omitempty"`
 	// Visible self-facts.
 	VisibleFacts []string `protobuf:"bytes,5,rep,name=visible_facts,json=visibleFacts,proto3" json:"visible_facts,omitempty"`
 	// A lower hard limit per action.
 	MaxAmount *v1.Money `protobuf:"bytes,6,opt,name=max_amount,json=maxAmount,proto3" json:"max_amount,omitempty"`
 	// A lower action count.
-	MaxActions    int32 `protobuf:"varint,7,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
+	MaxActions int32 `protobuf:"varint,7,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
+	// Tools.
+	Tools         []string `protobuf:"bytes,8,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1017,13 +1017,6 @@ func (x *HandoffFilter) GetSources() []string {
 	return nil
 }
 
-func (x *HandoffFilter) GetActionTypes() []string {
-	if x != nil {
-		return x.ActionTypes
-	}
-	return nil
-}
-
 func (x *HandoffFilter) GetDestinations() []string {
 	if x != nil {
 		return x.Destinations
@@ -1050,6 +1043,13 @@ func (x *HandoffFilter) GetMaxActions() int32 {
 		return x.MaxActions
 	}
 	return 0
+}
+
+func (x *HandoffFilter) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
 }
 
 // Transition is one event of the authority ledger, as the kernel's log
@@ -1198,17 +1198,17 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\x03ref\x18\x04 \x01(\tR\x03ref\x12\x12\n" +
 	"\x04body\x18\x05 \x01(\fR\x04body\x12\x1b\n" +
 	"\tprev_hash\x18\x06 \x01(\tR\bprevHash\x12\x12\n" +
-	"\x04hash\x18\a \x01(\tR\x04hash\"\x87\x02\n" +
+	"\x04hash\x18\a \x01(\tR\x04hash\"\x8e\x02\n" +
 	"\rHandoffFilter\x12\x16\n" +
 	"\x06fields\x18\x01 \x03(\tR\x06fields\x12\x18\n" +
-	"\asources\x18\x02 \x03(\tR\asources\x12!\n" +
-	"\faction_types\x18\x03 \x03(\tR\vactionTypes\x12\"\n" +
+	"\asources\x18\x02 \x03(\tR\asources\x12\"\n" +
 	"\fdestinations\x18\x04 \x03(\tR\fdestinations\x12#\n" +
 	"\rvisible_facts\x18\x05 \x03(\tR\fvisibleFacts\x127\n" +
 	"\n" +
 	"max_amount\x18\x06 \x01(\v2\x18.ambit.contract.v1.MoneyR\tmaxAmount\x12\x1f\n" +
 	"\vmax_actions\x18\a \x01(\x05R\n" +
-	"maxActions\"\xb3\x02\n" +
+	"maxActions\x12\x14\n" +
+	"\x05tools\x18\b \x03(\tR\x05toolsJ\x04\b\x03\x10\x04R\faction_types\"\xb3\x02\n" +
 	"\n" +
 	"Transition\x123\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1f.ambit.ledger.v1.TransitionKindR\x04kind\x12*\n" +

@@ -11,9 +11,11 @@
 package receiptv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -80,9 +82,16 @@ func (ReadbackStatus) EnumDescriptor() ([]byte, []int) {
 }
 
 // Envelope carries one signed record. The signature is Ed25519 over
-// "ambit-envelope-v1" || len(payload_type) || payload_type || len(payload) ||
-// payload (lengths as 8-byte big-endian), so a verifier checks the exact bytes
-// it was given and then decodes them.
+//
+//	"ambit-envelope-v1" || u64be(len(payload_type)) || payload_type ||
+//	u64be(len(payload)) || payload
+//
+// where u64be is an 8-byte big-endian length, so a verifier checks the
+// exact bytes it was given and only then decodes them. To verify in any
+// language: rebuild that byte string from payload_type and payload, check
+// the signature with the Ed25519 public key named by key_id (each process
+// publishes its key as <key_id>.pub, 32 raw bytes, in its PKI folder), then
+// decode payload as the message named by payload_type.
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Full name of the payload message, e.g. "ambit.receipt.v1.EffectReceipt".
@@ -174,12 +183,16 @@ type EvidenceReceipt struct {
 	Subject string `protobuf:"bytes,7,opt,name=subject,proto3" json:"subject,omitempty"`
 	// When the read happened.
 	ReadAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=read_at,json=readAt,proto3" json:"read_at,omitempty"`
-	// SHA-256 of the released field values, hex.
+	// SHA-256 of the canonical JSON of the released values, hex.
 	ContentHash string `protobuf:"bytes,9,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
 	// Provenance class of the source.
 	Provenance v1.Provenance `protobuf:"varint,10,opt,name=provenance,proto3,enum=ambit.contract.v1.Provenance" json:"provenance,omitempty"`
 	// Identity of the adapter that read.
-	Issuer        string `protobuf:"bytes,11,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	Issuer string `protobuf:"bytes,11,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// The released values, exactly as the agent received them.
+	Values *structpb.Struct `protobuf:"bytes,12,opt,name=values,proto3" json:"values,omitempty"`
+	// Of the fields, those released only as quarantined text.
+	Quarantined   []string `protobuf:"bytes,13,rep,name=quarantined,proto3" json:"quarantined,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -291,6 +304,20 @@ func (x *EvidenceReceipt) GetIssuer() string {
 	return ""
 }
 
+func (x *EvidenceReceipt) GetValues() *structpb.Struct {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *EvidenceReceipt) GetQuarantined() []string {
+	if x != nil {
+		return x.Quarantined
+	}
+	return nil
+}
+
 // DecisionReceipt states why a proposal was decided as it was.
 type DecisionReceipt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -306,8 +333,8 @@ type DecisionReceipt struct {
 	ContractHash string `protobuf:"bytes,5,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
 	// Hash of the ledger head the decision was made under.
 	LedgerHead string `protobuf:"bytes,6,opt,name=ledger_head,json=ledgerHead,proto3" json:"ledger_head,omitempty"`
-	// The proposed action.
-	Action *v1.Action `protobuf:"bytes,7,opt,name=action,proto3" json:"action,omitempty"`
+	// The proposed call, arguments in canonical form.
+	Call *v1.ToolCall `protobuf:"bytes,14,opt,name=call,proto3" json:"call,omitempty"`
 	// The facts the kernel derived and evaluated.
 	Facts *v1.Facts `protobuf:"bytes,8,opt,name=facts,proto3" json:"facts,omitempty"`
 	// Evidence receipts cited, with their payload hashes.
@@ -396,9 +423,9 @@ func (x *DecisionReceipt) GetLedgerHead() string {
 	return ""
 }
 
-func (x *DecisionReceipt) GetAction() *v1.Action {
+func (x *DecisionReceipt) GetCall() *v1.ToolCall {
 	if x != nil {
-		return x.Action
+		return x.Call
 	}
 	return nil
 }
@@ -511,8 +538,10 @@ type Capability struct {
 	TaskId string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Content hash of the contract it was issued under.
 	ContractHash string `protobuf:"bytes,4,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
-	// The one effect it permits.
-	Action *v1.Action `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	// The one effect it permits: the tool and its arguments in canonical
+	// form (keys sorted, no insignificant space, numbers as written). The
+	// action adapter executes exactly this call.
+	Call *v1.ToolCall `protobuf:"bytes,12,opt,name=call,proto3" json:"call,omitempty"`
 	// Destination class of the effect, e.g. "claimant".
 	Destination string `protobuf:"bytes,6,opt,name=destination,proto3" json:"destination,omitempty"`
 	// State version of the authoritative record it was issued at.
@@ -587,9 +616,9 @@ func (x *Capability) GetContractHash() string {
 	return ""
 }
 
-func (x *Capability) GetAction() *v1.Action {
+func (x *Capability) GetCall() *v1.ToolCall {
 	if x != nil {
-		return x.Action
+		return x.Call
 	}
 	return nil
 }
@@ -648,7 +677,7 @@ type EffectReceipt struct {
 	// Idempotency key of the effect.
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// The effect executed.
-	Action *v1.Action `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	Call *v1.ToolCall `protobuf:"bytes,10,opt,name=call,proto3" json:"call,omitempty"`
 	// Destination class of the effect.
 	Destination string `protobuf:"bytes,6,opt,name=destination,proto3" json:"destination,omitempty"`
 	// Reference of the effect in the system of record, e.g. a payment id.
@@ -719,9 +748,9 @@ func (x *EffectReceipt) GetIdempotencyKey() string {
 	return ""
 }
 
-func (x *EffectReceipt) GetAction() *v1.Action {
+func (x *EffectReceipt) GetCall() *v1.ToolCall {
 	if x != nil {
-		return x.Action
+		return x.Call
 	}
 	return nil
 }
@@ -886,12 +915,12 @@ var File_ambit_receipt_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\n" +
-	"\x1eambit/receipt/v1/receipt.proto\x12\x10ambit.receipt.v1\x1a ambit/contract/v1/contract.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"|\n" +
-	"\bEnvelope\x12!\n" +
-	"\fpayload_type\x18\x01 \x01(\tR\vpayloadType\x12\x18\n" +
-	"\apayload\x18\x02 \x01(\fR\apayload\x12\x15\n" +
-	"\x06key_id\x18\x03 \x01(\tR\x05keyId\x12\x1c\n" +
-	"\tsignature\x18\x04 \x01(\fR\tsignature\"\x86\x03\n" +
+	"\x1eambit/receipt/v1/receipt.proto\x12\x10ambit.receipt.v1\x1a ambit/contract/v1/contract.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x01\n" +
+	"\bEnvelope\x12+\n" +
+	"\fpayload_type\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\vpayloadType\x12#\n" +
+	"\apayload\x18\x02 \x01(\fB\t\xbaH\x06z\x04\x18\x80\x80\x10R\apayload\x12\x1f\n" +
+	"\x06key_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x05keyId\x12%\n" +
+	"\tsignature\x18\x04 \x01(\fB\a\xbaH\x04z\x02\x18@R\tsignature\"\xd9\x03\n" +
 	"\x0fEvidenceReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12\x17\n" +
@@ -908,7 +937,9 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"provenance\x18\n" +
 	" \x01(\x0e2\x1d.ambit.contract.v1.ProvenanceR\n" +
 	"provenance\x12\x16\n" +
-	"\x06issuer\x18\v \x01(\tR\x06issuer\"\xa8\x04\n" +
+	"\x06issuer\x18\v \x01(\tR\x06issuer\x12/\n" +
+	"\x06values\x18\f \x01(\v2\x17.google.protobuf.StructR\x06values\x12 \n" +
+	"\vquarantined\x18\r \x03(\tR\vquarantined\"\xb4\x04\n" +
 	"\x0fDecisionReceipt\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x17\n" +
@@ -917,8 +948,8 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\x10contract_item_id\x18\x04 \x01(\tR\x0econtractItemId\x12#\n" +
 	"\rcontract_hash\x18\x05 \x01(\tR\fcontractHash\x12\x1f\n" +
 	"\vledger_head\x18\x06 \x01(\tR\n" +
-	"ledgerHead\x121\n" +
-	"\x06action\x18\a \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x12.\n" +
+	"ledgerHead\x12/\n" +
+	"\x04call\x18\x0e \x01(\v2\x1b.ambit.contract.v1.ToolCallR\x04call\x12.\n" +
 	"\x05facts\x18\b \x01(\v2\x18.ambit.contract.v1.FactsR\x05facts\x128\n" +
 	"\bevidence\x18\t \x03(\v2\x1c.ambit.receipt.v1.ReceiptRefR\bevidence\x127\n" +
 	"\bdecision\x18\n" +
@@ -927,20 +958,20 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"decided_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12#\n" +
 	"\rcapability_id\x18\f \x01(\tR\fcapabilityId\x12\x1f\n" +
 	"\vapproval_id\x18\r \x01(\tR\n" +
-	"approvalId\"N\n" +
+	"approvalIdJ\x04\b\a\x10\bR\x06action\"N\n" +
 	"\n" +
 	"ReceiptRef\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12!\n" +
-	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xbf\x03\n" +
+	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xcb\x03\n" +
 	"\n" +
 	"Capability\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x1f\n" +
 	"\vdecision_id\x18\x02 \x01(\tR\n" +
 	"decisionId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12#\n" +
-	"\rcontract_hash\x18\x04 \x01(\tR\fcontractHash\x121\n" +
-	"\x06action\x18\x05 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x12 \n" +
+	"\rcontract_hash\x18\x04 \x01(\tR\fcontractHash\x12/\n" +
+	"\x04call\x18\f \x01(\v2\x1b.ambit.contract.v1.ToolCallR\x04call\x12 \n" +
 	"\vdestination\x18\x06 \x01(\tR\vdestination\x12#\n" +
 	"\rstate_version\x18\a \x01(\tR\fstateVersion\x12'\n" +
 	"\x0fidempotency_key\x18\b \x01(\tR\x0eidempotencyKey\x127\n" +
@@ -948,20 +979,21 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
-	"\x06holder\x18\v \x01(\tR\x06holder\"\xde\x02\n" +
+	"\x06holder\x18\v \x01(\tR\x06holderJ\x04\b\x05\x10\x06R\x06action\"\xea\x02\n" +
 	"\rEffectReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +
 	"\rcapability_id\x18\x02 \x01(\tR\fcapabilityId\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12'\n" +
-	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x121\n" +
-	"\x06action\x18\x05 \x01(\v2\x19.ambit.contract.v1.ActionR\x06action\x12 \n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12/\n" +
+	"\x04call\x18\n" +
+	" \x01(\v2\x1b.ambit.contract.v1.ToolCallR\x04call\x12 \n" +
 	"\vdestination\x18\x06 \x01(\tR\vdestination\x12\x1d\n" +
 	"\n" +
 	"record_ref\x18\a \x01(\tR\trecordRef\x12;\n" +
 	"\vexecuted_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"executedAt\x12\x16\n" +
-	"\x06issuer\x18\t \x01(\tR\x06issuer\"\x8b\x03\n" +
+	"\x06issuer\x18\t \x01(\tR\x06issuerJ\x04\b\x05\x10\x06R\x06action\"\x8b\x03\n" +
 	"\x0fReadbackReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +
@@ -1006,30 +1038,32 @@ var file_ambit_receipt_v1_receipt_proto_goTypes = []any{
 	(*ReadbackReceipt)(nil),       // 7: ambit.receipt.v1.ReadbackReceipt
 	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
 	(v1.Provenance)(0),            // 9: ambit.contract.v1.Provenance
-	(*v1.Action)(nil),             // 10: ambit.contract.v1.Action
-	(*v1.Facts)(nil),              // 11: ambit.contract.v1.Facts
-	(*v1.Decision)(nil),           // 12: ambit.contract.v1.Decision
+	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
+	(*v1.ToolCall)(nil),           // 11: ambit.contract.v1.ToolCall
+	(*v1.Facts)(nil),              // 12: ambit.contract.v1.Facts
+	(*v1.Decision)(nil),           // 13: ambit.contract.v1.Decision
 }
 var file_ambit_receipt_v1_receipt_proto_depIdxs = []int32{
 	8,  // 0: ambit.receipt.v1.EvidenceReceipt.read_at:type_name -> google.protobuf.Timestamp
 	9,  // 1: ambit.receipt.v1.EvidenceReceipt.provenance:type_name -> ambit.contract.v1.Provenance
-	10, // 2: ambit.receipt.v1.DecisionReceipt.action:type_name -> ambit.contract.v1.Action
-	11, // 3: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
-	4,  // 4: ambit.receipt.v1.DecisionReceipt.evidence:type_name -> ambit.receipt.v1.ReceiptRef
-	12, // 5: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
-	8,  // 6: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
-	10, // 7: ambit.receipt.v1.Capability.action:type_name -> ambit.contract.v1.Action
-	8,  // 8: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 10: ambit.receipt.v1.EffectReceipt.action:type_name -> ambit.contract.v1.Action
-	8,  // 11: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
-	0,  // 12: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
-	8,  // 13: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 2: ambit.receipt.v1.EvidenceReceipt.values:type_name -> google.protobuf.Struct
+	11, // 3: ambit.receipt.v1.DecisionReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	12, // 4: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
+	4,  // 5: ambit.receipt.v1.DecisionReceipt.evidence:type_name -> ambit.receipt.v1.ReceiptRef
+	13, // 6: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
+	8,  // 7: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
+	11, // 8: ambit.receipt.v1.Capability.call:type_name -> ambit.contract.v1.ToolCall
+	8,  // 9: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
+	8,  // 10: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 11: ambit.receipt.v1.EffectReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	8,  // 12: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
+	0,  // 13: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
+	8,  // 14: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_ambit_receipt_v1_receipt_proto_init() }

@@ -10,6 +10,7 @@
 package verifierv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -139,12 +140,12 @@ var File_ambit_verifier_v1_verifier_proto protoreflect.FileDescriptor
 
 const file_ambit_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
-	" ambit/verifier/v1/verifier.proto\x12\x11ambit.verifier.v1\x1a\x1eambit/receipt/v1/receipt.proto\"\x8e\x01\n" +
-	"\rVerifyRequest\x12:\n" +
+	" ambit/verifier/v1/verifier.proto\x12\x11ambit.verifier.v1\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\"\x9e\x01\n" +
+	"\rVerifyRequest\x12B\n" +
 	"\n" +
-	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\n" +
-	"capability\x12A\n" +
-	"\x0eeffect_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\reffectReceipt\"\x90\x01\n" +
+	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
+	"capability\x12I\n" +
+	"\x0eeffect_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\reffectReceipt\"\x90\x01\n" +
 	"\x0eVerifyResponse\x12;\n" +
 	"\areceipt\x18\x01 \x01(\v2!.ambit.receipt.v1.ReadbackReceiptR\areceipt\x12A\n" +
 	"\x0esigned_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt2`\n" +

@@ -31,10 +31,11 @@ const (
 //
 // VerifierService checks postconditions through its own read-only path.
 type VerifierServiceClient interface {
-	// Verify reads the system of record for the capability's idempotency key,
-	// checks that exactly one effect exists with the bound amount, currency
-	// and destination, signs a readback receipt and records it at the kernel,
-	// which closes the commitment only when it is verified.
+	// Verify reads the system of record through the tool's declared readback
+	// (the verifier's own read-only path), checks the declared postconditions
+	// against the call the capability binds, signs a readback receipt and
+	// records it at the kernel, which closes the commitment only when it is
+	// verified.
 	Verify(ctx context.Context, in *VerifyRequest, opts ...grpc.CallOption) (*VerifyResponse, error)
 }
 
@@ -62,10 +63,11 @@ func (c *verifierServiceClient) Verify(ctx context.Context, in *VerifyRequest, o
 //
 // VerifierService checks postconditions through its own read-only path.
 type VerifierServiceServer interface {
-	// Verify reads the system of record for the capability's idempotency key,
-	// checks that exactly one effect exists with the bound amount, currency
-	// and destination, signs a readback receipt and records it at the kernel,
-	// which closes the commitment only when it is verified.
+	// Verify reads the system of record through the tool's declared readback
+	// (the verifier's own read-only path), checks the declared postconditions
+	// against the call the capability binds, signs a readback receipt and
+	// records it at the kernel, which closes the commitment only when it is
+	// verified.
 	Verify(context.Context, *VerifyRequest) (*VerifyResponse, error)
 	mustEmbedUnimplementedVerifierServiceServer()
 }

@@ -1,0 +1,9 @@
+// Package expr compiles and evaluates the CEL expressions that contracts
+// and adapter configurations declare: destination classes and constraints
+// of tools, derived fields of sources, and readback postconditions.
+//
+// An expression is compiled and type-checked once, when its contract or
+// configuration is loaded ([Env.Compile]); evaluating it ([Program.Bool],
+// [Program.Value]) is a pure function of the variables it is given, with a
+// bounded cost.
+package expr

@@ -1,0 +1,190 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/ext"
+)
+
+// ErrCompile marks an expression that does not parse or type-check.
+var ErrCompile = errors.New("expression does not compile")
+
+// costLimit bounds one evaluation; declared expressions are small, so only
+// a runaway over a large input reaches it.
+const costLimit = 1_000_000
+
+// Variables name what an environment's expressions may read. Each is a map
+// from string to any value, except the ones named in Lists, which are lists
+// of such maps.
+type Variables struct {
+	Maps  []string
+	Lists []string
+}
+
+// The environments of the declarations.
+var (
+	// Tool expressions (destination classes, constraints) read the call's
+	// arguments, the bound record as the cited evidence shows it, the
+	// task (subject, purpose, record_key) and its usage (count,
+	// amount_minor, currency).
+	Tool = Variables{Maps: []string{"args", "record", "task", "usage"}}
+	// Record expressions (derived fields) read one record of a source.
+	Record = Variables{Maps: []string{"record"}}
+	// Readback expressions read what the readback query returned (rows,
+	// and result for a tool that returns one object), the call that was
+	// granted (args, call: tool, destination) and its effect (effect:
+	// idempotency_key, capability_id, task_id, record_ref).
+	Readback = Variables{Maps: []string{"args", "call", "effect", "result"}, Lists: []string{"rows"}}
+)
+
+// Env is a compiled environment.
+type Env struct {
+	env  *cel.Env
+	vars Variables
+}
+
+// NewEnv builds the environment for v.
+func NewEnv(v Variables) (*Env, error) {
+	opts := []cel.EnvOption{
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(),
+		ext.Strings(),
+	}
+	for _, name := range v.Maps {
+		opts = append(opts, cel.Variable(name, cel.MapType(cel.StringType, cel.DynType)))
+	}
+	for _, name := range v.Lists {
+		opts = append(opts, cel.Variable(name, cel.ListType(cel.MapType(cel.StringType, cel.DynType))))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("expression environment: %w", err)
+	}
+	return &Env{env: env, vars: v}, nil
+}
+
+// MustEnv is NewEnv for the package's fixed environments, which always
+// build.
+func MustEnv(v Variables) *Env {
+	e, err := NewEnv(v)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Result is what an expression must yield.
+type Result int
+
+// Results.
+const (
+	// Bool: a condition.
+	Bool Result = iota + 1
+	// Scalar: a bool, int, uint, double or string (a derived value).
+	Scalar
+)
+
+// Program is a compiled expression.
+type Program struct {
+	src  string
+	prg  cel.Program
+	vars Variables
+}
+
+// Compile parses and type-checks src. The error wraps ErrCompile and
+// quotes the expression.
+func (e *Env) Compile(src string, want Result) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("%w: empty expression", ErrCompile)
+	}
+	ast, iss := e.env.Compile(src)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrCompile, src, iss.Err())
+	}
+	out := ast.OutputType()
+	switch want {
+	case Bool:
+		if !out.IsExactType(cel.BoolType) && !out.IsExactType(cel.DynType) {
+			return nil, fmt.Errorf("%w: %q yields %s, want bool", ErrCompile, src, out)
+		}
+	case Scalar:
+		ok := out.IsExactType(cel.DynType)
+		for _, t := range []*cel.Type{cel.BoolType, cel.IntType, cel.UintType, cel.DoubleType, cel.StringType} {
+			ok = ok || out.IsExactType(t)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %q yields %s, want a bool, number or string", ErrCompile, src, out)
+		}
+	}
+	prg, err := e.env.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrCompile, src, err)
+	}
+	return &Program{src: src, prg: prg, vars: e.vars}, nil
+}
+
+// String is the expression's source.
+func (p *Program) String() string { return p.src }
+
+// Vars are the values of an environment's variables. A variable left out
+// is an empty map (or list).
+type Vars map[string]any
+
+// Bool evaluates a condition. An evaluation error (a missing key, a type
+// mismatch at run time) is returned, never taken as true.
+func (p *Program) Bool(vars Vars) (bool, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("evaluate %q: yields %s, not bool", p.src, v.Type().TypeName())
+	}
+	return bool(b), nil
+}
+
+// Value evaluates a scalar expression to a bool, int64, uint64, float64 or
+// string.
+func (p *Program) Value(vars Vars) (any, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	switch t := v.(type) {
+	case types.Bool:
+		return bool(t), nil
+	case types.Int:
+		return int64(t), nil
+	case types.Uint:
+		return uint64(t), nil
+	case types.Double:
+		return float64(t), nil
+	case types.String:
+		return string(t), nil
+	}
+	return nil, fmt.Errorf("evaluate %q: yields %s, not a bool, number or string", p.src, v.Type().TypeName())
+}
+
+func (p *Program) eval(vars Vars) (ref.Val, error) {
+	in := make(map[string]any, len(p.vars.Maps)+len(p.vars.Lists))
+	for _, name := range p.vars.Maps {
+		in[name] = map[string]any{}
+	}
+	for _, name := range p.vars.Lists {
+		in[name] = []any{}
+	}
+	for name, v := range vars {
+		in[name] = v
+	}
+	v, _, err := p.prg.Eval(in)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,96 @@
+package expr_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ambitkernel/ambit/sdk/expr"
+)
+
+func TestCompile(t *testing.T) {
+	tool := expr.MustEnv(expr.Tool)
+	for _, tc := range []struct {
+		name, src string
+		want      expr.Result
+		err       string
+	}{
+		{name: "condition", src: `args.payee_id == record.claimant_id`, want: expr.Bool},
+		{name: "usage", src: `usage.count < 3 && task.subject == "employee-7"`, want: expr.Bool},
+		{name: "scalar", src: `size(args.body)`, want: expr.Scalar},
+		{name: "syntax", src: `args.payee_id ==`, want: expr.Bool, err: "does not compile"},
+		{name: "unknown variable", src: `payment.amount > 1`, want: expr.Bool, err: "undeclared reference"},
+		{name: "not a bool", src: `"yes"`, want: expr.Bool, err: "want bool"},
+		{name: "not a scalar", src: `[1, 2]`, want: expr.Scalar, err: "want a bool, number or string"},
+		{name: "empty", src: `  `, want: expr.Bool, err: "empty expression"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tool.Compile(tc.src, tc.want)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("Compile: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, expr.ErrCompile) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Compile(%q) = %v, want ErrCompile naming %q", tc.src, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	tool := expr.MustEnv(expr.Tool)
+	vars := expr.Vars{
+		"args":   map[string]any{"payee_id": "employee-7", "amount": map[string]any{"minor_units": int64(1740)}, "body": "hello"},
+		"record": map[string]any{"claimant_id": "employee-7", "receipt_total": 17.40, "limit": uint64(100)},
+		"task":   map[string]any{},
+		"usage":  map[string]any{"count": int64(0)},
+	}
+	for _, tc := range []struct {
+		src  string
+		want bool
+		err  bool
+	}{
+		{src: `args.payee_id == record.claimant_id`, want: true},
+		{src: `args.amount.minor_units <= 10000`, want: true},
+		{src: `args.amount.minor_units > record.receipt_total`, want: true}, // int against double
+		{src: `record.limit >= 100`, want: true},                              // uint against int
+		{src: `args.body.size() <= 2`, want: false},
+		{src: `args.body.lowerAscii().contains("ell")`, want: true},
+		{src: `has(record.salary)`, want: false},
+		{src: `record.salary == "x"`, err: true}, // a missing key is an error, never true
+	} {
+		p, err := tool.Compile(tc.src, expr.Bool)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tc.src, err)
+		}
+		got, err := p.Bool(vars)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v (error %v)", tc.src, got, err, tc.want, tc.err)
+		}
+	}
+	rec := expr.MustEnv(expr.Record)
+	p, err := rec.Compile(`double(record.receipt_total) <= 100.0`, expr.Scalar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Value(expr.Vars{"record": map[string]any{"receipt_total": "38.25"}}); err != nil || v != true {
+		t.Errorf("derived value = %v, %v", v, err)
+	}
+}
+
+func TestCostIsBounded(t *testing.T) {
+	tool := expr.MustEnv(expr.Tool)
+	p, err := tool.Compile(`args.l.all(a, args.l.all(b, args.l.all(c, a + b + c >= 0)))`, expr.Bool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := make([]any, 400)
+	for i := range l {
+		l[i] = int64(i)
+	}
+	if _, err := p.Bool(expr.Vars{"args": map[string]any{"l": l}}); err == nil || !strings.Contains(err.Error(), "cost") {
+		t.Errorf("a runaway evaluation = %v, want a cost limit error", err)
+	}
+}
