@@ -8,8 +8,8 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/kernel/suite"
-	"github.com/ambitkernel/ambit/sdk/toolcall"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 )

@@ -169,10 +169,10 @@ type Facts struct {
 	Record string
 	// ContractClass is the ledger class of the contract when it is not
 	// CANONICAL ("" when it is): such a contract never yields ALLOW.
-	ContractClass   string
-	Evidence    []Evidence
-	Tool        string
-	Destination string
+	ContractClass string
+	Evidence      []Evidence
+	Tool          string
+	Destination   string
 	// DestinationUnresolved: the destination class could not be decided
 	// for want of evidence of the record.
 	DestinationUnresolved bool

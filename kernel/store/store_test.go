@@ -377,7 +377,7 @@ func TestUsage(t *testing.T) {
 func approval(id, task, record string, state kernelv1.ApprovalState, at time.Time) store.Approval {
 	return store.Approval{EffectHash: "hash-" + id, Record: record, Body: &kernelv1.Approval{
 		ApprovalId: id, TaskId: task, DecisionId: "dec-" + id, State: state, RequestedAt: timestamppb.New(at),
-		Call: &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"amount":{"currency_code":"GBP","minor_units":7400},"claim_id":"C-1","payee_id":"employee-7"}`},
+		Call:    &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"amount":{"currency_code":"GBP","minor_units":7400},"claim_id":"C-1","payee_id":"employee-7"}`},
 		Reasons: []*contractv1.Reason{{Aperture: contractv1.Aperture_APERTURE_EXECUTIVE, Code: contractv1.ReasonCode_REASON_CODE_APPROVAL_REQUIRED}},
 	}}
 }

@@ -55,7 +55,7 @@ func TestEvaluate(t *testing.T) {
 		{src: `args.payee_id == record.claimant_id`, want: true},
 		{src: `args.amount.minor_units <= 10000`, want: true},
 		{src: `args.amount.minor_units > record.receipt_total`, want: true}, // int against double
-		{src: `record.limit >= 100`, want: true},                              // uint against int
+		{src: `record.limit >= 100`, want: true},                            // uint against int
 		{src: `args.body.size() <= 2`, want: false},
 		{src: `args.body.lowerAscii().contains("ell")`, want: true},
 		{src: `has(record.salary)`, want: false},
