@@ -1,0 +1,92 @@
+package sqldb
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	// The pure-Go SQLite driver, registered as "sqlite".
+	_ "modernc.org/sqlite"
+)
+
+// busyTimeoutMillis bounds how long a statement waits for another
+// connection's lock: a writer commits while readers read.
+const busyTimeoutMillis = 5000
+
+// ErrDSN marks a connection string that names no supported database.
+var ErrDSN = errors.New("unsupported database")
+
+// path returns the SQLite file a connection string names.
+func path(dsn string) (string, error) {
+	p := strings.TrimPrefix(dsn, "sqlite:")
+	switch {
+	case p == "":
+		return "", fmt.Errorf("%w: empty connection string", ErrDSN)
+	case strings.Contains(dsn, "://"):
+		return "", fmt.Errorf("%w: %q (want an SQLite file path or sqlite:PATH)", ErrDSN, redact(dsn))
+	}
+	return p, nil
+}
+
+func fileURI(p string) string { return "file:" + (&url.URL{Path: p}).EscapedPath() }
+
+// Open opens a database read-write, creating an SQLite file if needed. WAL
+// mode lets read-only readers (the verifier, the evidence adapter) read
+// while a writer commits.
+func Open(dsn string) (*sql.DB, error) {
+	p, err := path(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate",
+		fileURI(p), busyTimeoutMillis))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", p, err)
+	}
+	return db, nil
+}
+
+// OpenReadOnly opens an existing database read-only: an SQLite file is
+// opened with mode=ro and every connection is query_only, so a reader
+// cannot change what it reads even through a bug. It does not touch the
+// file; a missing database is an error of each query.
+func OpenReadOnly(dsn string) (*sql.DB, error) {
+	p, err := path(dsn)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", fmt.Sprintf("%s?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)", fileURI(p), busyTimeoutMillis))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s read-only: %w", p, err)
+	}
+	return db, nil
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// CheckIdent refuses a configured table or column name that is not a
+// plain identifier.
+func CheckIdent(name string) error {
+	if !identRE.MatchString(name) {
+		return fmt.Errorf("%q is not a plain SQL identifier (letters, digits, underscore)", name)
+	}
+	return nil
+}
+
+// Ident quotes a name CheckIdent accepted.
+func Ident(name string) string { return `"` + name + `"` }
+
+// redact hides a password in a URL-shaped connection string.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
