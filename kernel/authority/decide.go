@@ -377,6 +377,7 @@ func (k *Kernel) issue(tx *store.Tx, g *gathered, p *Proposal, call *toolcall.Ca
 		IssuedAt:       timestamppb.New(now),
 		ExpiresAt:      timestamppb.New(expires),
 		Holder:         p.Agent,
+		Record:         f.Record,
 	}
 	env, err := k.signer.Sign(c)
 	if err != nil {

@@ -40,6 +40,7 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 		Destination:    "claimant",
 		StateVersion:   version42,
 		Holder:         agentName,
+		Record:         claimsDB + "/" + claimKey,
 		IdempotencyKey: c.GetIdempotencyKey(),
 		IssuedAt:       c.GetIssuedAt(),
 		ExpiresAt:      c.GetExpiresAt(),

@@ -553,7 +553,10 @@ type Capability struct {
 	// The capability cannot be redeemed after this instant.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// The agent the capability was issued to; only it may present it.
-	Holder        string `protobuf:"bytes,11,opt,name=holder,proto3" json:"holder,omitempty"`
+	Holder string `protobuf:"bytes,11,opt,name=holder,proto3" json:"holder,omitempty"`
+	// The record ("source/key") the call touches, whose state version the
+	// capability binds; empty when it touches none.
+	Record        string `protobuf:"bytes,13,opt,name=record,proto3" json:"record,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -661,6 +664,13 @@ func (x *Capability) GetExpiresAt() *timestamppb.Timestamp {
 func (x *Capability) GetHolder() string {
 	if x != nil {
 		return x.Holder
+	}
+	return ""
+}
+
+func (x *Capability) GetRecord() string {
+	if x != nil {
+		return x.Record
 	}
 	return ""
 }
@@ -963,7 +973,7 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"ReceiptRef\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12!\n" +
-	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xcb\x03\n" +
+	"\fpayload_hash\x18\x02 \x01(\tR\vpayloadHash\"\xe3\x03\n" +
 	"\n" +
 	"Capability\x12#\n" +
 	"\rcapability_id\x18\x01 \x01(\tR\fcapabilityId\x12\x1f\n" +
@@ -979,7 +989,8 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x16\n" +
-	"\x06holder\x18\v \x01(\tR\x06holderJ\x04\b\x05\x10\x06R\x06action\"\xea\x02\n" +
+	"\x06holder\x18\v \x01(\tR\x06holder\x12\x16\n" +
+	"\x06record\x18\r \x01(\tR\x06recordJ\x04\b\x05\x10\x06R\x06action\"\xea\x02\n" +
 	"\rEffectReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +
