@@ -52,6 +52,8 @@ func TestGolden(t *testing.T) {
 		{"eval-refund-74-00.json", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-74-00.yaml"), "--now", "2030-01-01T00:00:00Z", "--format", "json"}},
 		{"eval-injected-exfiltration.txt", []string{"eval", "--contract", filepath.Join(root, "kernel/contract/profiles/coupled-strict.yaml"), "--proposal", filepath.Join(root, "examples/proposals/injected-exfiltration.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"eval-expired.txt", []string{"eval", "--proposal", filepath.Join(root, "examples/proposals/refund-17-40.yaml"), "--now", "2030-01-01T04:00:01Z", "--contract", coupled}},
+		{"eval-refund-call.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-call.yaml"), "--now", "2030-01-01T00:00:00Z"}},
+		{"eval-refund-call-other-payee.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-call-other-payee.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"ledger-check.txt", []string{"ledger", "check"}},
 	}
 	for _, tt := range tests {

@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/contract"
+	"github.com/ambitkernel/ambit/kernel/derive"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func runEval(_ context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "eval")
 	contractFile := fs.String("contract", "", "contract file (YAML or JSON)")
-	proposalFile := fs.String("proposal", "", "proposal file: self-declared facts (YAML or JSON)")
+	proposalFile := fs.String("proposal", "", "proposal file: self-declared facts, optionally a tool call and the record's values (YAML or JSON)")
 	nowFlag := fs.String("now", "", "evaluation instant, RFC 3339 (default: the current time)")
 	format := fs.String("format", "text", "output format: text or json")
 	if err := parse(fs, args); err != nil {
@@ -41,11 +43,16 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pf, err := contract.LoadFacts(*proposalFile)
+	p, err := contract.LoadProposal(*proposalFile)
 	if err != nil {
 		return err
 	}
-	facts := contract.Facts(pf)
+	facts := contract.Facts(p.Facts)
+	if p.Call != nil {
+		if err := deriveCall(&facts, compiled, p); err != nil {
+			return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
+		}
+	}
 	var d evaluate.Decision
 	if err := evaluate.Evaluate(&facts, compiled.Eval, now, &d); err != nil {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
@@ -62,5 +69,27 @@ func runEval(_ context.Context, env *Env, args []string) error {
 	for _, r := range d.Reasons {
 		fmt.Fprintf(env.Stdout, "  %-8s %-32s %s\n", r.Aperture, r.Code, r.Detail())
 	}
+	return nil
+}
+
+// deriveCall derives what a tool call's declarations decide — the tool,
+// amount, destination, irreversibility and failed constraints — as the
+// kernel would, over the record values the proposal states.
+func deriveCall(f *evaluate.Facts, c *contract.Compiled, p *contract.Proposal) error {
+	call, err := toolcall.Parse(p.Call.GetTool(), p.Call.GetArgumentsJson())
+	if err != nil {
+		return err
+	}
+	plan, err := derive.PlanCall(c, call)
+	if err != nil {
+		return err
+	}
+	f.Tool, f.Amount, f.Destination = call.Tool, plan.Amount, ""
+	if f.Record == "" {
+		f.Record = plan.Record
+	}
+	b := c.Proto.GetBinding()
+	derive.Call(f, plan, call, p.Record, derive.Task{Subject: b.GetSubject(), Purpose: b.GetPurpose()},
+		derive.Usage{Count: max(f.ActionCount-1, 0), Minor: f.PriorAmount.Minor})
 	return nil
 }

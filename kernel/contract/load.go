@@ -2,6 +2,7 @@ package contract
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
@@ -47,6 +49,59 @@ func Load(file string) (*contractv1.Contract, error) {
 		return nil, fmt.Errorf("load contract: %w", err)
 	}
 	return Parse(file, data)
+}
+
+// Proposal is an offline proposal: self-declared facts and, optionally, a
+// call of a declared tool with the values the agent read of the record,
+// from which the contract's declarations derive the destination, amount,
+// irreversibility and failed constraints.
+type Proposal struct {
+	Facts *contractv1.Facts
+	Call  *contractv1.ToolCall
+	// Record holds the record's values the call's expressions read.
+	Record map[string]any
+}
+
+// LoadProposal reads a proposal file: facts (the seed's form) plus the
+// optional keys `call` ({tool, arguments_json}) and `record` (values).
+func LoadProposal(file string) (*Proposal, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("load proposal: %w", err)
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("load proposal %s: parse yaml: %w", file, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(js, &top); err != nil {
+		return nil, fmt.Errorf("load proposal %s: %w", file, err)
+	}
+	p := &Proposal{Facts: &contractv1.Facts{}}
+	if raw, ok := top["call"]; ok {
+		p.Call = &contractv1.ToolCall{}
+		if err := (protojson.UnmarshalOptions{}).Unmarshal(raw, p.Call); err != nil {
+			return nil, fmt.Errorf("load proposal %s: call: %w", file, err)
+		}
+		delete(top, "call")
+	}
+	if raw, ok := top["record"]; ok {
+		v, err := toolcall.Decode(raw)
+		rec, isObject := v.(map[string]any)
+		if err != nil || !isObject {
+			return nil, fmt.Errorf("load proposal %s: record must be an object of values: %v", file, err)
+		}
+		p.Record = toolcall.Native(rec).(map[string]any)
+		delete(top, "record")
+	}
+	rest, _ := json.Marshal(top)
+	if err := (protojson.UnmarshalOptions{}).Unmarshal(rest, p.Facts); err != nil {
+		return nil, fmt.Errorf("load proposal %s: decode Facts: %w", file, err)
+	}
+	if err := ValidateFacts(p.Facts); err != nil {
+		return nil, fmt.Errorf("load proposal %s: %w", file, err)
+	}
+	return p, nil
 }
 
 // LoadFacts reads a proposal file: the seed's self-declared facts.

@@ -3,6 +3,7 @@ package derive
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,7 +143,7 @@ func Facts(in *Input) evaluate.Facts {
 			continue
 		}
 		for k, v := range r.GetValues().GetFields() {
-			if !contains(r.GetQuarantined(), k) {
+			if !slices.Contains(r.GetQuarantined(), k) {
 				record[k] = v.AsInterface()
 			}
 		}
@@ -166,23 +167,42 @@ func Facts(in *Input) evaluate.Facts {
 	if !f.Amount.IsZero() && in.Usage.Minor > 0 {
 		f.PriorAmount = evaluate.Money{Currency: f.Amount.Currency, Minor: in.Usage.Minor}
 	}
+	Call(&f, plan, call, record, Task{ID: in.TaskID, Subject: subject, Purpose: c.Proto.GetBinding().GetPurpose()}, in.Usage)
+	return f
+}
+
+// Task is what tool expressions know of the task.
+type Task struct {
+	ID, Subject, Purpose string
+}
+
+// Call derives what the call's tool declares: irreversibility, the
+// destination class (the first whose condition holds over the arguments,
+// the record's values, the task and its usage) and every failed
+// constraint. A tool outside the grant derives nothing. Destination
+// conditions that cannot be evaluated for want of a record value leave the
+// destination unresolved; a constraint that cannot be evaluated fails.
+func Call(f *evaluate.Facts, plan Plan, call *toolcall.Call, record map[string]any, task Task, usage Usage) {
 	if plan.Tool == nil {
-		return f // outside the grant: nothing more to derive
+		return
 	}
 	f.Irreversible = plan.Tool.Grant.GetIrreversible()
+	if record == nil {
+		record = map[string]any{}
+	}
 	vars := expr.Vars{
 		"args":   toolcall.Native(call.Args).(map[string]any),
 		"record": record,
 		"task": map[string]any{
-			"task_id":    in.TaskID,
-			"subject":    subject,
-			"purpose":    c.Proto.GetBinding().GetPurpose(),
+			"task_id":    task.ID,
+			"subject":    task.Subject,
+			"purpose":    task.Purpose,
 			"record_key": recordKey(plan.Record),
 		},
 		"usage": map[string]any{
-			"count":        int64(in.Usage.Count),
-			"amount_minor": in.Usage.Minor,
-			"currency":     f.Amount.Currency,
+			"count":        int64(usage.Count),
+			"amount_minor": usage.Minor,
+			"currency":     plan.Amount.Currency,
 		},
 	}
 	unresolved := false
@@ -208,7 +228,6 @@ func Facts(in *Input) evaluate.Facts {
 			f.Violations = append(f.Violations, evaluate.Violation{Code: k.Code, Message: k.Message})
 		}
 	}
-	return f
 }
 
 // age is how old a read is in whole seconds, rounded up: evidence one
@@ -222,12 +241,10 @@ func age(now, readAt time.Time) int64 {
 }
 
 func sortedByReadAt(ev []*receiptv1.EvidenceReceipt) []*receiptv1.EvidenceReceipt {
-	out := append([]*receiptv1.EvidenceReceipt(nil), ev...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].GetReadAt().AsTime().Before(out[j-1].GetReadAt().AsTime()); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	out := slices.Clone(ev)
+	slices.SortStableFunc(out, func(a, b *receiptv1.EvidenceReceipt) int {
+		return a.GetReadAt().AsTime().Compare(b.GetReadAt().AsTime())
+	})
 	return out
 }
 
@@ -236,15 +253,6 @@ func recordKey(record string) string {
 		return key
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func joinMsg(a, b string) string {
