@@ -1,7 +1,9 @@
 package authority_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 )
@@ -35,4 +37,36 @@ func TestTaskBelongsToOneAgent(t *testing.T) {
 	}
 	_, err = w.k.SelfView(w.ctx, agentName, task, []string{"commitments"})
 	wantRefusal(t, err, authority.ErrDenied, "TASK_OTHER_AGENT")
+}
+
+// TestBoundaryChangeRequestsAreBounded: an identical open request is the
+// same request, and an agent cannot open requests without limit.
+func TestBoundaryChangeRequestsAreBounded(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	first, err := w.k.BoundaryChange(w.ctx, agentName, task, "add field salary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(w.entries())
+	again, err := w.k.BoundaryChange(w.ctx, agentName, task, "add field salary")
+	if err != nil || again.Item.GetCanonItemId() != first.Item.GetCanonItemId() {
+		t.Fatalf("repeat = %v, %v; want the open request %s", again.Item.GetCanonItemId(), err, first.Item.GetCanonItemId())
+	}
+	if after := len(w.entries()); after != before {
+		t.Errorf("a repeated request journaled %d entries", after-before)
+	}
+	var limited error
+	for i := range 20 {
+		if _, err := w.k.BoundaryChange(w.ctx, agentName, task, fmt.Sprintf("raise the limit to %d", i)); err != nil {
+			limited = err
+			break
+		}
+	}
+	wantRefusal(t, limited, authority.ErrExhausted, "BOUNDARY_REQUEST_LIMITED")
+	// A minute later the agent may ask again.
+	w.clock.Advance(time.Minute)
+	if _, err := w.k.BoundaryChange(w.ctx, agentName, task, "raise the limit once more"); err != nil {
+		t.Errorf("after the window: %v", err)
+	}
 }

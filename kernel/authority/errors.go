@@ -18,6 +18,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: the object exists with other content (AlreadyExists).
 	ErrExists = errors.New("already exists")
+	// ErrExhausted: the caller sent too many requests (ResourceExhausted).
+	ErrExhausted = errors.New("resource exhausted")
 )
 
 // Refusal is a refusal a caller can act on: a kind, a stable

@@ -75,18 +75,18 @@ func (k *Kernel) ProposeItem(ctx context.Context, actor string, item *ledgerv1.C
 			return canon.Classified{}, refuse(ErrInvalid, "INVALID_CONTRACT", "item.contract: %v", err)
 		}
 	}
-	return k.transition(ctx, item.GetCanonItemId(), canon.Transition{Kind: canon.Propose, Actor: actor, Item: item})
+	return k.transition(ctx, item.GetCanonItemId(), nil, canon.Transition{Kind: canon.Propose, Actor: actor, Item: item})
 }
 
 // PromoteItem promotes an item; only a principal holding promotion
 // authority for its scope may.
 func (k *Kernel) PromoteItem(ctx context.Context, actor, id string) (canon.Classified, error) {
-	return k.transition(ctx, id, canon.Transition{Kind: canon.Promote, Actor: actor, ItemID: id})
+	return k.transition(ctx, id, nil, canon.Transition{Kind: canon.Promote, Actor: actor, ItemID: id})
 }
 
 // ResolveConflict records an authorised owner's resolution.
 func (k *Kernel) ResolveConflict(ctx context.Context, actor, id, note string) (canon.Classified, error) {
-	return k.transition(ctx, id, canon.Transition{Kind: canon.ResolveConflict, Actor: actor, ItemID: id, Note: note})
+	return k.transition(ctx, id, nil, canon.Transition{Kind: canon.ResolveConflict, Actor: actor, ItemID: id, Note: note})
 }
 
 // SupersedeItem replaces old with replacement. Tasks bound to the old item
@@ -118,12 +118,21 @@ func (k *Kernel) SupersedeItem(ctx context.Context, actor, old, replacement stri
 }
 
 // DeriveHandoff derives a child contract for another agent's task from a
-// parent through a declared filter (nil: none, and the child is HOLD).
-func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem string, filter *ledgerv1.HandoffFilter) (canon.Classified, error) {
+// parent through a declared filter (nil: none, and the child is HOLD). With
+// a child task it also binds that task to the child and childAgent, in the
+// same commit: a refused binding leaves no child behind.
+func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem string, filter *ledgerv1.HandoffFilter, childTask, childAgent string) (canon.Classified, error) {
 	if childItem == "" {
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_ITEM", "child_item_id must not be empty")
 	}
-	return k.transition(ctx, childItem, canon.Transition{
+	if childTask != "" && childAgent == "" {
+		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "binding child task %q needs the child agent", childTask)
+	}
+	var bind func(tx *store.Tx, now time.Time) error
+	if childTask != "" {
+		bind = func(tx *store.Tx, now time.Time) error { return k.bind(tx, now, childTask, childItem, childAgent) }
+	}
+	return k.transition(ctx, childItem, bind, canon.Transition{
 		Kind: canon.DeriveHandoff, Actor: actor, ItemID: parent, Filter: filter,
 		// The child's content is derived; its standing is the governance
 		// workflow's, and it still needs its own promotion.
@@ -138,10 +147,17 @@ func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem str
 	})
 }
 
-func (k *Kernel) transition(ctx context.Context, id string, t canon.Transition) (canon.Classified, error) {
+// transition applies t and then, when set, then — both in one commit.
+func (k *Kernel) transition(ctx context.Context, id string, then func(*store.Tx, time.Time) error, t canon.Transition) (canon.Classified, error) {
 	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
 		t.At = now
-		return k.ledger.apply(tx, t)
+		if err := k.ledger.apply(tx, t); err != nil {
+			return err
+		}
+		if then != nil {
+			return then(tx, now)
+		}
+		return nil
 	})
 	if err != nil {
 		k.log.Info("ledger transition refused", zap.String("transition", t.Kind.String()), zap.String("item", id), zap.String("actor", t.Actor), zap.Error(err))
@@ -191,34 +207,39 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent stri
 		return c, refuse(ErrInvalid, "BINDING_MISMATCH", "contract %q is bound to task %q, not %q", itemID, c.Item.GetContract().GetBinding().GetTaskId(), taskID)
 	}
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
-		now := k.clock()
-		prev, err := tx.Task(taskID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		next := store.Task{ItemID: itemID, Agent: agent}
-		if prev == next {
-			return nil
-		}
-		if err := tx.BindTask(taskID, next, now); err != nil {
-			return err
-		}
-		if _, err := tx.Append(now, "task.bind", taskID, []byte(itemID+" for "+agent)); err != nil {
-			return err
-		}
-		if prev.ItemID != "" {
-			note := fmt.Sprintf("task rebound from %s (%s) to %s (%s)", prev.ItemID, prev.Agent, itemID, agent)
-			if _, err := k.revoke(tx, "", taskID, note, now); err != nil {
-				return err
-			}
-		}
-		return nil
+		return k.bind(tx, k.clock(), taskID, itemID, agent)
 	})
 	if err != nil {
 		return c, err
 	}
 	k.log.Info("task bound", zap.String("task", taskID), zap.String("item", itemID), zap.String("agent", agent), zap.String("actor", actor), zap.String("class", c.Class.String()))
 	return c, nil
+}
+
+// bind binds a task to an item and agent in tx, revoking what a previous
+// binding issued.
+func (k *Kernel) bind(tx *store.Tx, now time.Time, taskID, itemID, agent string) error {
+	prev, err := tx.Task(taskID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	next := store.Task{ItemID: itemID, Agent: agent}
+	if prev == next {
+		return nil
+	}
+	if err := tx.BindTask(taskID, next, now); err != nil {
+		return err
+	}
+	if _, err := tx.Append(now, "task.bind", taskID, []byte(itemID+" for "+agent)); err != nil {
+		return err
+	}
+	if prev.ItemID != "" {
+		note := fmt.Sprintf("task rebound from %s (%s) to %s (%s)", prev.ItemID, prev.Agent, itemID, agent)
+		if _, err := k.revoke(tx, "", taskID, note, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Approvals lists approvals in a state (pending by default).

@@ -87,7 +87,7 @@ func TestProposeAndPromoteRefusals(t *testing.T) {
 		{"bind to another task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "other-task", id, agentName); return err }, authority.ErrInvalid, "BINDING_MISMATCH"},
 		{"bind without task", func() error { _, err := w.k.BindTask(w.ctx, "governance", "", id, agentName); return err }, authority.ErrInvalid, "INVALID_REQUEST"},
 		{"supersede by an unknown item", func() error { _, _, err := w.k.SupersedeItem(w.ctx, "governance", id, "CTR-nope"); return err }, authority.ErrNotFound, "LEDGER_UNKNOWN_ITEM"},
-		{"derive without child id", func() error { _, err := w.k.DeriveHandoff(w.ctx, owner, id, "", nil); return err }, authority.ErrInvalid, "INVALID_ITEM"},
+		{"derive without child id", func() error { _, err := w.k.DeriveHandoff(w.ctx, owner, id, "", nil, "", ""); return err }, authority.ErrInvalid, "INVALID_ITEM"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,7 +233,7 @@ func TestRestartReplaysLedger(t *testing.T) {
 	if _, _, err := w.k.SupersedeItem(w.ctx, owner, "CTR-old-task", "CTR-old-v2"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.k.DeriveHandoff(w.ctx, owner, "CTR-"+task, "CTR-child", nil); err != nil {
+	if _, err := w.k.DeriveHandoff(w.ctx, owner, "CTR-"+task, "CTR-child", nil, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	before, _, err := w.k.Items(w.ctx, time.Time{})
@@ -280,7 +280,7 @@ func TestDeriveHandoff(t *testing.T) {
 	parent := w.canonicalTask(task)
 	pc := parent.Item.GetContract()
 
-	hold, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child-nofilter", nil)
+	hold, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child-nofilter", nil, "", "")
 	if err != nil {
 		t.Fatalf("DeriveHandoff without filter: %v", err)
 	}
@@ -300,7 +300,7 @@ func TestDeriveHandoff(t *testing.T) {
 		MaxAmount:    &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 3000},
 		MaxActions:   5,
 	}
-	child, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter)
+	child, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter, "", "")
 	if err != nil {
 		t.Fatalf("DeriveHandoff: %v", err)
 	}
@@ -356,7 +356,7 @@ func TestDeriveHandoff(t *testing.T) {
 		t.Errorf("parent changed (-before +after):\n%s", diff)
 	}
 	// A filter in another currency is refused.
-	_, err = w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child-eur", &ledgerv1.HandoffFilter{MaxAmount: &contractv1.Money{CurrencyCode: "EUR", MinorUnits: 1}})
+	_, err = w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child-eur", &ledgerv1.HandoffFilter{MaxAmount: &contractv1.Money{CurrencyCode: "EUR", MinorUnits: 1}}, "", "")
 	wantRefusal(t, err, authority.ErrInvalid, "LEDGER_INVALID_FILTER")
 }
 
@@ -370,7 +370,7 @@ func TestDeriveHandoffChildCanBecomeCanonical(t *testing.T) {
 		Fields: []string{"claim_id", "claimant_id", "receipt_total"}, Sources: []string{claimsDB},
 		Tools: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"uncertainty"},
 	}
-	if _, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter); err != nil {
+	if _, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter, "", ""); err != nil {
 		t.Fatalf("DeriveHandoff: %v", err)
 	}
 	c, err := w.k.PromoteItem(w.ctx, owner, "CTR-child")
@@ -382,5 +382,39 @@ func TestDeriveHandoffChildCanBecomeCanonical(t *testing.T) {
 	env, _ := w.read("child-task")
 	if d := w.submit(proposal("child-task", refund(1740, subject), env)); d.GetCapability() == nil {
 		t.Errorf("child task: %+v, want ALLOW", verdictOf(d))
+	}
+}
+
+// TestDeriveHandoffBindsInOneCommit: deriving a child and binding its task
+// happen together; a binding refused leaves no child item behind.
+func TestDeriveHandoffBindsInOneCommit(t *testing.T) {
+	w := newWorld(t)
+	parent := w.canonicalTask(task)
+	filter := &ledgerv1.HandoffFilter{Fields: []string{"claim_id"}, Sources: []string{claimsDB}, Tools: []string{"refund"}, Destinations: []string{"claimant"}}
+	before := len(w.entries())
+	_, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-orphan", filter, "child-task", "")
+	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
+	items, _, err := w.k.Items(w.ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range items {
+		if c.Item.GetCanonItemId() == "CTR-orphan" {
+			t.Fatal("a refused binding left the child item behind")
+		}
+	}
+	if after := len(w.entries()); after != before {
+		t.Errorf("the refusal journaled %d entries", after-before)
+	}
+
+	c, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-child", filter, "child-task", "agent-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Item.GetCanonItemId() != "CTR-child" {
+		t.Errorf("derived %s", c.Item.GetCanonItemId())
+	}
+	if diff := cmp.Diff([]string{"canon", "task.bind"}, kinds(w.entries()[before:])); diff != "" {
+		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
 }

@@ -56,6 +56,8 @@ type Kernel struct {
 	newID   func(string) string
 	ledger  *ledger
 	compile sync.Map // content hash → *compiled
+	// requests limits boundary-change requests per agent.
+	requests window
 }
 
 // New builds a kernel over an opened store and replays the authority

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
@@ -161,9 +162,20 @@ func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store
 	return out, nil
 }
 
+// Limits on boundary-change requests: an agent cannot flood governance.
+const (
+	// maxOpenRequests bounds the open requests of one task.
+	maxOpenRequests = 16
+	// requestBurst requests per requestWindow per agent.
+	requestBurst  = 10
+	requestWindow = time.Minute
+)
+
 // BoundaryChange records an agent's request to change its boundary as a
 // PROVISIONAL governance item with agent origin and no authority. The
-// running contract is untouched (coupling rule 4).
+// running contract is untouched (coupling rule 4). A request identical to
+// one still open for the task is that request; an agent may open at most
+// requestBurst per requestWindow, and a task at most maxOpenRequests.
 func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description string) (canon.Classified, error) {
 	if taskID == "" || description == "" {
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "task_id and description are required")
@@ -171,7 +183,9 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 	if len(description) > 4096 {
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "description is longer than 4096 bytes")
 	}
+	ref := fmt.Sprintf("agent:%s/task:%s", agent, taskID)
 	id := k.newID("brq-")
+	existing := ""
 	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
 		b, err := k.taskContract(tx, taskID)
 		if err != nil {
@@ -179,6 +193,25 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 		}
 		if err := b.actor(taskID, agent); err != nil {
 			return err
+		}
+		open := 0
+		for _, c := range k.ledger.all() {
+			it := c.Item
+			if it.GetKind() != ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST || it.GetProvenanceRef() != ref ||
+				c.Class != ledgerv1.CanonClass_CANON_CLASS_PROVISIONAL {
+				continue
+			}
+			if it.GetText() == description {
+				existing = it.GetCanonItemId()
+				return nil
+			}
+			open++
+		}
+		if open >= maxOpenRequests {
+			return refuse(ErrExhausted, "BOUNDARY_REQUEST_LIMITED", "task %q has %d open boundary-change requests; governance must decide them first", taskID, open)
+		}
+		if !k.requests.allow(agent, now) {
+			return refuse(ErrExhausted, "BOUNDARY_REQUEST_LIMITED", "agent %q sent more than %d boundary-change requests in %s", agent, requestBurst, requestWindow)
 		}
 		return k.ledger.apply(tx, canon.Transition{
 			Kind:  canon.Propose,
@@ -188,7 +221,7 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 				CanonItemId:    id,
 				SourceOrigin:   ledgerv1.SourceOrigin_SOURCE_ORIGIN_AGENT,
 				AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_NONE,
-				ProvenanceRef:  fmt.Sprintf("agent:%s/task:%s", agent, taskID),
+				ProvenanceRef:  ref,
 				Scope:          ledgerv1.Scope_SCOPE_TASK,
 				Lifetime:       ledgerv1.Lifetime_LIFETIME_TASK,
 				PromotionState: ledgerv1.PromotionState_PROMOTION_STATE_PROPOSED,
@@ -201,7 +234,39 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 	if err != nil {
 		return canon.Classified{}, err
 	}
+	if existing != "" {
+		c, _ := k.ledger.item(existing)
+		return c, nil
+	}
 	c, _ := k.ledger.item(id)
 	k.log.Info("boundary change requested", zap.String("item", id), zap.String("task", taskID), zap.String("agent", agent), zap.String("class", c.Class.String()))
 	return c, nil
+}
+
+// window counts each agent's recent requests in a sliding window.
+type window struct {
+	mu   sync.Mutex
+	seen map[string][]time.Time
+}
+
+// allow records a request of agent at now, unless the agent already sent
+// requestBurst within requestWindow.
+func (w *window) allow(agent string, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string][]time.Time{}
+	}
+	recent := w.seen[agent][:0]
+	for _, t := range w.seen[agent] {
+		if now.Sub(t) < requestWindow {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= requestBurst {
+		w.seen[agent] = recent
+		return false
+	}
+	w.seen[agent] = append(recent, now)
+	return true
 }

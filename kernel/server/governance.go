@@ -121,14 +121,9 @@ func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHand
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.K.DeriveHandoff(ctx, who, req.GetParentItemId(), req.GetChildItemId(), req.GetFilter())
+	c, err := s.K.DeriveHandoff(ctx, who, req.GetParentItemId(), req.GetChildItemId(), req.GetFilter(), req.GetChildTaskId(), req.GetChildAgent())
 	if err != nil {
 		return nil, Status(err)
-	}
-	if req.GetChildTaskId() != "" {
-		if c, err = s.K.BindTask(ctx, who, req.GetChildTaskId(), req.GetChildItemId(), req.GetChildAgent()); err != nil {
-			return nil, Status(err)
-		}
 	}
 	return &kernelv1.DeriveHandoffResponse{Item: classified(c)}, nil
 }

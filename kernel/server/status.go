@@ -37,6 +37,8 @@ func Status(err error) error {
 		code = codes.NotFound
 	case errors.Is(r.Kind, authority.ErrExists):
 		code = codes.AlreadyExists
+	case errors.Is(r.Kind, authority.ErrExhausted):
+		code = codes.ResourceExhausted
 	}
 	st := status.New(code, r.Message)
 	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: Reason(r.Reason), Domain: Domain}); derr == nil {
