@@ -473,3 +473,41 @@ func TestReceiptNamesTheBoundItem(t *testing.T) {
 		t.Errorf("decision receipt names %q, want the bound item %q", dr.GetContractItemId(), twin)
 	}
 }
+
+// TestSubmitRequestIDIsIdempotent: a reply lost after the commit is asked
+// for again with the same request id and the same answer comes back — no
+// second decision, no second capability; the id cannot be reused for
+// another call.
+func TestSubmitRequestIDIsIdempotent(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = 3 })
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	p.RequestID = "req-1"
+	first := w.submit(p)
+	if first.GetCapability() == nil || first.GetRepeated() || first.GetIdempotencyKey() == "" || first.GetCapabilityExpiresAt() == nil {
+		t.Fatalf("first = %+v", first)
+	}
+	before := len(w.entries())
+	again := w.submit(p)
+	if !again.GetRepeated() || again.GetDecisionId() != first.GetDecisionId() ||
+		!proto.Equal(again.GetCapability(), first.GetCapability()) || again.GetIdempotencyKey() != first.GetIdempotencyKey() {
+		t.Fatalf("repeat = %+v, want the first answer", again)
+	}
+	if after := len(w.entries()); after != before {
+		t.Errorf("the repeat journaled %d entries", after-before)
+	}
+	list, err := w.k.Commitments(w.ctx, task)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("commitments = %v, %v; want one", list, err)
+	}
+	other := proposal(task, refund(1800, subject), env)
+	other.RequestID = "req-1"
+	_, err = w.k.Submit(w.ctx, other)
+	wantRefusal(t, err, authority.ErrInvalid, "REQUEST_ID_REUSED")
+	// Without a request id every submission is a new decision.
+	q := proposal(task, refund(1740, subject), env)
+	if a, b := w.submit(q), w.submit(q); a.GetDecisionId() == b.GetDecisionId() {
+		t.Error("two submissions without a request id share a decision")
+	}
+}
