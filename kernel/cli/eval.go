@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -51,11 +53,18 @@ func runEval(_ context.Context, env *Env, args []string) error {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
 	}
 	if *format == "json" {
-		out, err := protojson.MarshalOptions{UseProtoNames: true, Multiline: true}.Marshal(contract.DecisionProto(&d))
+		out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(contract.DecisionProto(&d))
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(env.Stdout, string(out))
+		// protojson varies its whitespace from build to build on purpose;
+		// indenting it here keeps the output stable for scripts and
+		// golden files.
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, out, "", "  "); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(env.Stdout, indented.String())
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", d.Outcome)

@@ -9,21 +9,15 @@ import (
 	"strings"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	"google.golang.org/protobuf/encoding/protojson"
+	"github.com/ambitkernel/ambit/sdk/document"
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 )
 
-// Decode reads YAML or JSON into m strictly: unknown fields are refused.
+// Decode reads YAML or JSON into m strictly: a duplicate key (a second
+// `subject: "*"` must not replace the first) and an unknown field are
+// errors that name their line and key path.
 func Decode(data []byte, m proto.Message) error {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return fmt.Errorf("parse yaml: %w", err)
-	}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(js, m); err != nil {
-		return fmt.Errorf("decode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
-	}
-	return nil
+	return document.DecodeProto(data, m)
 }
 
 // Parse decodes and validates a contract. name labels errors.

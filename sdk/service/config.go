@@ -138,7 +138,7 @@ func Load(name string, args []string, out io.Writer, cfg File) error {
 	if err != nil {
 		return err
 	}
-	if err := config.LoadChecked(flags.Config, cfg); err != nil {
+	if err := config.LoadChecked(flags.Config, nil, cfg); err != nil {
 		return err
 	}
 	flags.Override(cfg.Base())

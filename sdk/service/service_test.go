@@ -74,7 +74,7 @@ log_level: warn
 shutdown_grace: 2s
 reflection: true
 database: d.db
-`), &got)
+`), nil, &got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ database: d.db
 	}
 
 	var minimal appConfig
-	if err := config.LoadChecked(writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\n"), &minimal); err != nil {
+	if err := config.LoadChecked(writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\n"), nil, &minimal); err != nil {
 		t.Fatal(err)
 	}
 	wantMin := appConfig{Config: service.Config{
@@ -105,16 +105,16 @@ database: d.db
 		body string
 		want []string
 	}{
-		"unknown key":             {"pki_dir: p\nkernel: k\ndatabase: d\nverbose: true\n", []string{`"verbose"`}},
-		"misspelt shared key":     {"pki_dir: p\nkernel: k\ndatabase: d\nkernal_timeout: 3s\n", []string{`"kernal_timeout"`}},
-		"nested shared struct":    {"pki_dir: p\nkernel: k\ndatabase: d\nconfig: {identity: x}\n", []string{`"config"`}},
+		"unknown key":             {"pki_dir: p\nkernel: k\ndatabase: d\nverbose: true\n", []string{"line 4: verbose: unknown key"}},
+		"misspelt shared key":     {"pki_dir: p\nkernel: k\ndatabase: d\nkernal_timeout: 3s\n", []string{"line 4: kernal_timeout: unknown key"}},
+		"nested shared struct":    {"pki_dir: p\nkernel: k\ndatabase: d\nconfig: {identity: x}\n", []string{"line 4: config: unknown key"}},
 		"missing required":        {"log_level: info\n", []string{"pki_dir is required", "kernel is required", "database is required"}},
 		"bad duration":            {"pki_dir: p\nkernel: k\ndatabase: d\nshutdown_grace: soon\n", []string{"soon"}},
 		"validation names a path": {"kernel: k\ndatabase: d\n", []string{"app.yaml", "pki_dir"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var c appConfig
-			err := config.LoadChecked(writeFile(t, tc.body), &c)
+			err := config.LoadChecked(writeFile(t, tc.body), nil, &c)
 			if err == nil {
 				t.Fatal("LoadChecked succeeded")
 			}
