@@ -16,6 +16,7 @@ import (
 	"github.com/ambitkernel/ambit/adapters/claims"
 	"github.com/ambitkernel/ambit/adapters/evidence"
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
+	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/service/servicetest"
 )
 
@@ -46,10 +47,10 @@ log_level: error
 reflection: true
 sources:
   claims_db: {kind: claims, database: %s, provenance: PROVENANCE_TRUSTED}
-`, pkiDir, servicetest.DeadAddr(t), dbPath))
+`, pki.IdentityDir(pkiDir, "evidence"), servicetest.DeadAddr(t), dbPath))
 	s := servicetest.Start(t, evidence.Run, "--config", cfgPath, "--listen", "127.0.0.1:0")
 
-	servicetest.CallAll(t, pkiDir, s.Addr, []servicetest.Answer{
+	servicetest.CallAll(t, pkiDir, pki.RoleEvidence, s.Addr, []servicetest.Answer{
 		{Identity: "agent", Code: codes.Unavailable, Message: "kernel unreachable: nothing was read"},
 		{Identity: "governance", Code: codes.Unavailable, Message: "kernel unreachable: nothing was read"},
 		{Identity: "verifier", Code: codes.PermissionDenied, Message: "method requires role agent or governance"},
@@ -100,7 +101,7 @@ func TestRunRefusesMissingSource(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := servicetest.WriteFile(t, "evidence.yaml", fmt.Sprintf(
 		"pki_dir: %s\nkernel: 127.0.0.1:1\nlog_level: error\nsources: {claims_db: {kind: claims, database: %s, provenance: PROVENANCE_TRUSTED}}\n",
-		servicetest.PKI(t), filepath.Join(dir, "missing.db")))
+		pki.IdentityDir(servicetest.PKI(t), "evidence"), filepath.Join(dir, "missing.db")))
 	err := evidence.Run(context.Background(), []string{"--config", cfgPath}, &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "claims_db") {
 		t.Errorf("Run with a missing database = %v, want an error naming the source", err)

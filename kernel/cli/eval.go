@@ -12,7 +12,28 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-func runEval(_ context.Context, env *Env, args []string) error {
+// runEval evaluates in a goroutine of its own so that an interrupt
+// (SIGINT, SIGTERM: ctx ends) returns at once, whatever step it is in;
+// the evaluation itself has no side effect to wait for.
+func runEval(ctx context.Context, env *Env, args []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- evalOnce(&Env{Stdout: &out, Stderr: env.Stderr}, args) }()
+	select {
+	case err := <-done:
+		if _, werr := env.Stdout.Write(out.Bytes()); err == nil {
+			err = werr
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("eval: %w", ctx.Err())
+	}
+}
+
+func evalOnce(env *Env, args []string) error {
 	fs := newFlags(env, "eval")
 	contractFile := fs.String("contract", "", "contract file (YAML or JSON)")
 	proposalFile := fs.String("proposal", "", "proposal file: self-declared facts (YAML or JSON)")

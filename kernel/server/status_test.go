@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/server"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -84,5 +87,43 @@ func TestStatusFromKernel(t *testing.T) {
 	}
 	if d := st.Details(); len(d) != 1 || d[0].(*errdetails.ErrorInfo).GetReason() != "INVALID_ACTION" {
 		t.Errorf("details = %v, want reason INVALID_ACTION", d)
+	}
+}
+
+// TestStorageErrorsAreUnavailable: the SQLite errors of a database that
+// cannot take a write are what the shared mapping answers Unavailable
+// (serve.StorageUnavailable); a constraint violation is not.
+func TestStorageErrorsAreUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	rw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if _, err := rw.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.Exec(`INSERT INTO t VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	_, dup := rw.Exec(`INSERT INTO t VALUES ('a')`)
+	ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, readOnly := ro.Exec(`INSERT INTO t VALUES ('b')`)
+	if readOnly == nil || dup == nil {
+		t.Fatalf("writes did not fail: %v, %v", readOnly, dup)
+	}
+	if !serve.StorageUnavailable(fmt.Errorf("record effect: %w", readOnly)) {
+		t.Errorf("read-only database error %v is not Unavailable", readOnly)
+	}
+	if serve.StorageUnavailable(dup) {
+		t.Errorf("constraint error %v is Unavailable", dup)
+	}
+	// Status leaves it to the interceptor: not a refusal.
+	if got := server.Status(readOnly); got != readOnly {
+		t.Errorf("Status(storage error) = %v, want it unchanged for the interceptor", got)
 	}
 }
