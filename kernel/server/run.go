@@ -100,7 +100,6 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 	}, zap.String("database", cfg.Database), zap.String("durability", string(cfg.Durability)))
 }
 
-
 // countDecisions counts the decisions the agent listener answers, by
 // outcome ("allow", "review", "deny").
 func countDecisions(c *prometheus.CounterVec) grpc.UnaryServerInterceptor {
