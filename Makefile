@@ -16,6 +16,9 @@ STATICCHECK_MODULE_VERSION := v0.8.2
 # module boundaries.
 MODULES = $(shell go list -m -f '{{.Dir}}')
 PACKAGES = $(addsuffix /...,$(MODULES))
+# The version --version prints; the build information supplies the rest.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
 BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambitctl ambit-demo
 
 .PHONY: help
@@ -39,7 +42,7 @@ bench: ## Print evaluator and networked benchmarks beside their baselines
 .PHONY: build
 build: ## Build the binaries into bin/
 	@mkdir -p $(BIN)
-	go build -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
+	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
 		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action \
 		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo
 

@@ -191,7 +191,7 @@ func TestTamperedAndForgedAreRefused(t *testing.T) {
 	ctx := testCtx(t)
 	a, d, r := allowed(t, c, k, "task-tamper")
 	capab := capabilityOf(t, d.GetCapability())
-	agentKey, err := pki.LoadSigningKey(c.PKI, "agent")
+	agentKey, err := pki.LoadSigningKey(pki.IdentityDir(c.PKI, "agent"), "agent")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,12 +28,12 @@ import (
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	var cfg Config
 	// Main loads cfg before it calls the function.
-	return service.Main(ctx, "ambit-action", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
-		return run(ctx, cfg, p, AfterCommitHook(os.Getenv))
+	return service.MainSidecar(ctx, "ambit-action", pki.RoleAction, args, stdout, &cfg, Policy(), func(ctx context.Context, s *service.Sidecar) error {
+		return run(ctx, cfg, s, AfterCommitHook(os.Getenv))
 	})
 }
 
-func run(ctx context.Context, cfg Config, p *service.Process, afterCommit func()) error {
+func run(ctx context.Context, cfg Config, p *service.Sidecar, afterCommit func()) error {
 	kernelKey, err := pki.LoadPublicKey(cfg.PKIDir, cfg.KernelKey)
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func run(ctx context.Context, cfg Config, p *service.Process, afterCommit func()
 	if err != nil {
 		return err
 	}
-	actionv1.RegisterActionServiceServer(p.Server.GRPC, NewHandler(core))
+	actionv1.RegisterActionServiceServer(p.Server, NewHandler(core))
 	if afterCommit != nil {
 		p.Log.Warn("failpoint armed: the process kills itself after the next payment commits",
 			zap.String("failpoint", FailpointAfterCommit))

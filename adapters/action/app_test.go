@@ -34,10 +34,10 @@ func TestRunFailsClosedWithoutKernel(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "payments.db")
 	cfgPath := servicetest.WriteFile(t, "action.yaml", fmt.Sprintf(
 		"pki_dir: %s\nkernel: %s\nkernel_timeout: 1s\npayments_database: %s\nlog_level: error\nrecord_sweep_interval: 50ms\n",
-		pkiDir, servicetest.DeadAddr(t), dbPath))
+		pki.IdentityDir(pkiDir, "action"), servicetest.DeadAddr(t), dbPath))
 	s := servicetest.Start(t, action.Run, "--config", cfgPath)
 
-	kernelKey, err := pki.LoadSigningKey(pkiDir, "kernel")
+	kernelKey, err := pki.LoadSigningKey(pki.IdentityDir(pkiDir, "kernel"), "kernel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRunFailsClosedWithoutKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servicetest.CallAll(t, pkiDir, s.Addr, []servicetest.Answer{
+	servicetest.CallAll(t, pkiDir, pki.RoleAction, s.Addr, []servicetest.Answer{
 		{Identity: "agent", Code: codes.Unavailable, Message: "kernel unreachable: nothing was executed"},
 		{Identity: "agent", Code: codes.Unavailable, Message: "kernel unreachable: nothing was executed"},
 		{Identity: "governance", Code: codes.PermissionDenied, Message: "method requires role agent"},
@@ -80,7 +80,7 @@ func TestRunRefusesMissingClaimsDatabase(t *testing.T) {
 	missing := filepath.Join(dir, "claims.db")
 	cfgPath := servicetest.WriteFile(t, "action.yaml", fmt.Sprintf(
 		"pki_dir: %s\nkernel: 127.0.0.1:1\npayments_database: %s\nclaims_database: %s\nlog_level: error\n",
-		servicetest.PKI(t), filepath.Join(dir, "payments.db"), missing))
+		pki.IdentityDir(servicetest.PKI(t), "action"), filepath.Join(dir, "payments.db"), missing))
 	err := action.Run(context.Background(), []string{"--config", cfgPath}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "claims_database") {
 		t.Errorf("Run with a missing claims database = %v, want an error naming claims_database", err)

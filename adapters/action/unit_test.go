@@ -101,8 +101,8 @@ record_sweep_interval: 250ms
 	}
 	want := action.Config{
 		Config: service.Config{
-			Identity: "action", PKIDir: "pki", Listen: "127.0.0.1:7201", AddrFile: "action.addr", Kernel: "127.0.0.1:7001",
-			KernelTimeout: config.Duration(time.Second), LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second), Reflection: true,
+			Common: service.Common{Identity: "action", PKIDir: "pki", AddrFile: "action.addr", LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second), Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Listen: "127.0.0.1:7201", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(time.Second),
 		},
 		KernelKey: "kernel", PaymentsDatabase: "payments.db", ClaimsDatabase: "claims.db", RecordSweepInterval: config.Duration(250 * time.Millisecond),
 	}
@@ -115,8 +115,8 @@ record_sweep_interval: 250ms
 	}
 	wantMin := action.Config{
 		Config: service.Config{
-			Identity: "action", PKIDir: "p", Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
-			ShutdownGrace: config.Duration(10 * time.Second),
+			Common: service.Common{Identity: "action", PKIDir: "p", ShutdownGrace: config.Duration(10 * time.Second), HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
 		},
 		KernelKey: "kernel", PaymentsDatabase: "d", RecordSweepInterval: config.Duration(5 * time.Second),
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ambitkernel/ambit/adapters/claims"
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/service"
 )
 
@@ -21,12 +22,12 @@ import (
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	var cfg Config
 	// Main loads cfg before it calls the function.
-	return service.Main(ctx, "ambit-evidence", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
-		return run(ctx, cfg, p)
+	return service.MainSidecar(ctx, "ambit-evidence", pki.RoleEvidence, args, stdout, &cfg, Policy(), func(ctx context.Context, s *service.Sidecar) error {
+		return run(ctx, cfg, s)
 	})
 }
 
-func run(ctx context.Context, cfg Config, p *service.Process) error {
+func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	sources, dbs, err := openSources(ctx, cfg.Sources)
 	defer func() {
 		for _, db := range dbs {
@@ -45,7 +46,14 @@ func run(ctx context.Context, cfg Config, p *service.Process) error {
 	if err != nil {
 		return err
 	}
-	evidencev1.RegisterEvidenceServiceServer(p.Server.GRPC, NewHandler(core))
+	evidencev1.RegisterEvidenceServiceServer(p.Server, NewHandler(core))
+	// A source that cannot be read makes the adapter NOT_SERVING: reads
+	// of it would all fail.
+	for name, src := range sources {
+		if c, ok := src.Connector.(interface{ Check(context.Context) error }); ok {
+			p.Check("source "+name, c.Check)
+		}
+	}
 	return p.Serve(ctx, zap.Int("sources", len(sources)))
 }
 

@@ -121,9 +121,8 @@ sources:
 	}
 	want := evidence.Config{
 		Config: service.Config{
-			Identity: "evidence", PKIDir: "/tmp/pki", Listen: "127.0.0.1:7101", AddrFile: "/tmp/evidence.addr",
-			Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(2 * time.Second), LogLevel: "debug",
-			ShutdownGrace: config.Duration(5 * time.Second), Reflection: true,
+			Common: service.Common{Identity: "evidence", PKIDir: "/tmp/pki", AddrFile: "/tmp/evidence.addr", LogLevel: "debug", ShutdownGrace: config.Duration(5 * time.Second), Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Listen: "127.0.0.1:7101", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(2 * time.Second),
 		},
 		Sources: map[string]evidence.SourceConfig{
 			"claims_db":     {Kind: "claims", Database: "/tmp/claims.db", Provenance: "PROVENANCE_TRUSTED"},

@@ -45,18 +45,25 @@ type Options struct {
 	CapabilityTTL time.Duration
 	// Env adds environment variables per process, e.g. failpoints.
 	Env map[string][]string
+	// Tracing writes every process's spans to TracePath(name).
+	Tracing bool
 }
 
 // Cluster is a running set of the four processes.
 type Cluster struct {
 	opts Options
 	Dir  string
-	PKI  string
+	// PKI is the root of the dev PKI; each process is given only its own
+	// folder (pki.IdentityDir) as pki_dir.
+	PKI string
 	// Databases.
 	KernelDB, ClaimsDB, ReceiptsDB, PaymentsDB string
 	// Addresses: the kernel's three listeners and the three adapters'.
 	KernelAgent, KernelAdapter, KernelGovernance string
 	EvidenceAddr, ActionAddr, VerifierAddr       string
+	// MetricsAddr and HealthAddr are each process's plain HTTP metrics
+	// listener and plaintext gRPC health listener, by process name.
+	MetricsAddr, HealthAddr map[string]string
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -72,14 +79,16 @@ type proc struct {
 // Start creates everything and starts the four processes.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
 	c := &Cluster{
-		opts:       o,
-		Dir:        o.Dir,
-		PKI:        filepath.Join(o.Dir, "pki"),
-		KernelDB:   filepath.Join(o.Dir, "kernel.db"),
-		ClaimsDB:   filepath.Join(o.Dir, "claims.db"),
-		ReceiptsDB: filepath.Join(o.Dir, "receipts.db"),
-		PaymentsDB: filepath.Join(o.Dir, "payments.db"),
-		procs:      map[string]*proc{},
+		opts:        o,
+		Dir:         o.Dir,
+		PKI:         filepath.Join(o.Dir, "pki"),
+		KernelDB:    filepath.Join(o.Dir, "kernel.db"),
+		ClaimsDB:    filepath.Join(o.Dir, "claims.db"),
+		ReceiptsDB:  filepath.Join(o.Dir, "receipts.db"),
+		PaymentsDB:  filepath.Join(o.Dir, "payments.db"),
+		procs:       map[string]*proc{},
+		MetricsAddr: map[string]string{},
+		HealthAddr:  map[string]string{},
 	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o700); err != nil {
 		return nil, err
@@ -105,7 +114,12 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 }
 
 func (c *Cluster) configPath(name string) string { return filepath.Join(c.Dir, name+".yaml") }
-func (c *Cluster) addrPath(name string) string   { return filepath.Join(c.Dir, name+".addr.json") }
+
+// TracePath is where a process's spans go when Options.Tracing is set.
+func (c *Cluster) TracePath(name string) string {
+	return filepath.Join(c.Dir, "logs", name+".traces.jsonl")
+}
+func (c *Cluster) addrPath(name string) string { return filepath.Join(c.Dir, name+".addr.json") }
 
 // LogPath is where a process's log goes.
 func (c *Cluster) LogPath(name string) string { return filepath.Join(c.Dir, "logs", name+".log") }
@@ -119,16 +133,7 @@ func (c *Cluster) writeConfigs() error {
 	if ttl == 0 {
 		ttl = 5 * time.Minute
 	}
-	common := func(identity string) map[string]any {
-		return map[string]any{
-			"identity":       identity,
-			"pki_dir":        c.PKI,
-			"log_level":      "info",
-			"shutdown_grace": "5s",
-			"reflection":     true,
-		}
-	}
-	kernel := common("kernel")
+	kernel := c.common(Kernel)
 	kernel["database"] = c.KernelDB
 	kernel["durability"] = durability
 	kernel["capability_ttl"] = ttl.String()
@@ -145,27 +150,54 @@ func (c *Cluster) writeConfigs() error {
 	return nil
 }
 
+// common returns the keys every process has, for the process (and
+// identity) called name: its own PKI folder, metrics and plaintext health
+// on free ports, and tracing when asked for.
+func (c *Cluster) common(name string) map[string]any {
+	m := map[string]any{
+		"identity":        name,
+		"pki_dir":         pki.IdentityDir(c.PKI, name),
+		"log_level":       "info",
+		"shutdown_grace":  "5s",
+		"reflection":      true,
+		"metrics":         "127.0.0.1:0",
+		"health_listen":   "127.0.0.1:0",
+		"health_interval": "200ms",
+	}
+	if c.opts.Tracing {
+		m["tracing"], m["tracing_file"] = "file", c.TracePath(name)
+	}
+	return m
+}
+
+// sidecar returns a sidecar's keys: the common ones and the kernel's
+// adapter listener.
+func (c *Cluster) sidecar(name string, own map[string]any) map[string]any {
+	m := c.common(name)
+	m["listen"], m["kernel"], m["kernel_timeout"] = "127.0.0.1:0", c.KernelAdapter, "3s"
+	for k, v := range own {
+		m[k] = v
+	}
+	return m
+}
+
 // adapterConfigs are written once the kernel's adapter address is known.
 func (c *Cluster) writeAdapterConfigs() error {
-	ev := map[string]any{
-		"identity": "evidence", "pki_dir": c.PKI, "log_level": "info", "shutdown_grace": "5s", "reflection": true,
-		"listen": "127.0.0.1:0", "kernel": c.KernelAdapter, "kernel_timeout": "3s",
+	ev := c.sidecar(Evidence, map[string]any{
 		"sources": map[string]any{
 			"claims_db":      map[string]string{"kind": "claims", "database": c.ClaimsDB, "provenance": "PROVENANCE_TRUSTED"},
 			"receipt_upload": map[string]string{"kind": "receipts", "database": c.ReceiptsDB, "provenance": "PROVENANCE_INSTRUCTION_BEARING"},
 		},
-	}
-	act := map[string]any{
-		"identity": "action", "pki_dir": c.PKI, "log_level": "info", "shutdown_grace": "5s", "reflection": true,
-		"listen": "127.0.0.1:0", "kernel": c.KernelAdapter, "kernel_timeout": "3s", "kernel_key": "kernel",
+	})
+	act := c.sidecar(Action, map[string]any{
+		"kernel_key":        "kernel",
 		"payments_database": c.PaymentsDB,
 		"claims_database":   c.ClaimsDB,
-	}
-	ver := map[string]any{
-		"identity": "verifier", "pki_dir": c.PKI, "log_level": "info", "shutdown_grace": "5s", "reflection": true,
-		"listen": "127.0.0.1:0", "kernel": c.KernelAdapter, "kernel_timeout": "3s", "kernel_key": "kernel", "action_key": "action",
+	})
+	ver := c.sidecar(Verifier, map[string]any{
+		"kernel_key": "kernel", "action_key": "action",
 		"payments_database": c.PaymentsDB,
-	}
+	})
 	for name, cfg := range map[string]any{Evidence: ev, Action: act, Verifier: ver} {
 		if err := config.Write(c.configPath(name), cfg); err != nil {
 			return err
@@ -208,6 +240,11 @@ func (c *Cluster) start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.MetricsAddr[name], c.HealthAddr[name] = addrs["metrics"], addrs["health"]
+	c.mu.Unlock()
+	delete(addrs, "metrics")
+	delete(addrs, "health")
 	switch name {
 	case Kernel:
 		c.KernelAgent, c.KernelAdapter, c.KernelGovernance = addrs["agent"], addrs["adapter"], addrs["governance"]
@@ -224,6 +261,19 @@ func (c *Cluster) start(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// roleOf is the role of the process listening on addr.
+func (c *Cluster) roleOf(addr string) pki.Role {
+	switch addr {
+	case c.EvidenceAddr:
+		return pki.RoleEvidence
+	case c.ActionAddr:
+		return pki.RoleAction
+	case c.VerifierAddr:
+		return pki.RoleVerifier
+	}
+	return pki.RoleKernel
 }
 
 func (c *Cluster) waitAddrs(ctx context.Context, name string, p *proc) (map[string]string, error) {
@@ -274,8 +324,10 @@ func (c *Cluster) waitHealthy(ctx context.Context, addr string, p *proc, name st
 	}
 }
 
+// dial connects as identity to addr, requiring the role of the process
+// that listens there.
 func (c *Cluster) dial(ctx context.Context, addr, identity string) (*grpc.ClientConn, error) {
-	tlsCfg, err := pki.ClientTLS(c.PKI, identity)
+	tlsCfg, err := pki.ClientTLS(pki.IdentityDir(c.PKI, identity), identity, pki.Expect{Role: c.roleOf(addr)})
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +352,8 @@ func (c *Cluster) Conn(ctx context.Context, addr, identity string) (*grpc.Client
 func (c *Cluster) Keys() (envelope.Keyring, error) {
 	ring := envelope.Keyring{}
 	for _, name := range []string{Kernel, Evidence, Action, Verifier} {
-		pub, err := pki.LoadPublicKey(c.PKI, name)
+		// The agent's folder holds the public key of every signer.
+		pub, err := pki.LoadPublicKey(pki.IdentityDir(c.PKI, "agent"), name)
 		if err != nil {
 			return nil, err
 		}

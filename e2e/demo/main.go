@@ -14,6 +14,7 @@ import (
 	"github.com/ambitkernel/ambit/e2e/cluster"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/money"
+	"github.com/ambitkernel/ambit/sdk/version"
 	_ "modernc.org/sqlite" // read the payments ledger
 )
 
@@ -23,9 +24,18 @@ import (
 // step happened as expected.
 func Main(ctx context.Context, args []string, out io.Writer) (err error) {
 	fs := flag.NewFlagSet("ambit-demo", flag.ContinueOnError)
+	fs.SetOutput(out)
 	bin := fs.String("bin", "bin", "folder holding the ambit binaries")
 	keep := fs.Bool("keep", false, "keep the working folder (databases, configs, logs)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(out, version.String("ambit-demo"))
 		return err
 	}
 	binDir, err := filepath.Abs(*bin)

@@ -10,10 +10,10 @@ import (
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"github.com/ambitkernel/ambit/sdk/document"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/testing/protocmp"
-	"sigs.k8s.io/yaml"
 )
 
 // Fixture is one ledger scenario as data: the authorities in force, the
@@ -215,14 +215,8 @@ type checkpointFile struct {
 // duplicate keys, unknown enum names, transition kinds and refusal codes are
 // all errors, because a typo in a conformance fixture must not pass quietly.
 func ParseFixture(data []byte) (Fixture, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return Fixture{}, fmt.Errorf("parse fixture yaml: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var ff fixtureFile
-	if err := dec.Decode(&ff); err != nil {
+	if err := document.Decode(data, &ff); err != nil {
 		return Fixture{}, fmt.Errorf("parse fixture: %w", err)
 	}
 	if ff.Name == "" {
@@ -252,6 +246,7 @@ func ParseFixture(data []byte) (Fixture, error) {
 	if len(ff.Expect) == 0 {
 		return fail("no expect")
 	}
+	var err error
 	if f.Expect, err = parseClasses(ff.Expect); err != nil {
 		return fail("expect: %v", err)
 	}

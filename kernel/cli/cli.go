@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/ambitkernel/ambit/sdk/version"
 )
 
 // ErrUsage marks a command line that could not be understood.
@@ -32,7 +34,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"suite":         {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
 		"eval":          {"evaluate one proposal file under one contract file", runEval},
-		"dev init":      {"create a local CA, per-process certificates and signing keys in DIR", runDevInit},
+		"dev init":      {"create a local CA and a key folder per process in DIR (--agent NAME adds an agent)", runDevInit},
 		"approve":       {"approve a pending approval as a governance identity", runApprove},
 		"reject":        {"reject a pending approval as a governance identity", runReject},
 		"approvals":     {"list pending approvals", runApprovals},
@@ -45,6 +47,10 @@ func commands() map[string]command {
 // Main runs ambitctl with args (without the program name).
 func Main(ctx context.Context, env *Env, args []string) error {
 	cmds := commands()
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		_, err := fmt.Fprintln(env.Stdout, version.String("ambitctl"))
+		return err
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(env.Stdout, cmds)
 		if len(args) == 0 {
@@ -73,7 +79,7 @@ func usage(w io.Writer, cmds map[string]command) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Fprintln(w, "usage: ambitctl <command> [flags]")
+	fmt.Fprintln(w, "usage: ambitctl <command> [flags]   (ambitctl --version prints the version)")
 	fmt.Fprintln(w)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-16s %s\n", n, cmds[n].summary)

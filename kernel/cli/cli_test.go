@@ -11,6 +11,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/cli"
+	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -136,9 +137,16 @@ func TestDevInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"ca.pem", "kernel.pem", "kernel.sign.key", "agent.pem", "governance.pem", "policy-owner.pem"} {
+	for _, f := range []string{"ca/ca.pem", "ca/ca.key", "kernel/kernel.pem", "kernel/kernel.sign.key", "kernel/ca.pem", "kernel/action.sign.pub",
+		"agent/agent.pem", "governance/governance.pem", "policy-owner/policy-owner.pem"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// No process folder holds the CA key or another identity's key.
+	for _, f := range []string{"kernel/ca.key", "kernel/agent.key", "kernel/agent.sign.key", "agent/kernel.sign.key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s exists", f)
 		}
 	}
 	if !strings.Contains(out, "kernel") {
@@ -147,5 +155,58 @@ func TestDevInit(t *testing.T) {
 	// Running it again keeps what exists.
 	if _, err := run(t, "dev", "init", dir); err != nil {
 		t.Fatalf("second run: %v", err)
+	}
+	// Adding agents needs no openssl: a folder of their own, signed by the
+	// same CA, with the kernel's public key.
+	kernelCert, _ := os.ReadFile(filepath.Join(dir, "kernel", "kernel.pem"))
+	out, err = run(t, "dev", "init", "--agent", "alice", "--agent", "bob", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alice", "bob"} {
+		id, err := pki.LoadLocal(pki.IdentityDir(dir, name), name, pki.RoleAgent)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if id.Identity.Name != name {
+			t.Errorf("identity %+v", id.Identity)
+		}
+		if _, err := pki.LoadPublicKey(pki.IdentityDir(dir, name), "kernel"); err != nil {
+			t.Errorf("%s has no kernel key: %v", name, err)
+		}
+		if !strings.Contains(out, name) {
+			t.Errorf("output does not name %s: %s", name, out)
+		}
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "kernel", "kernel.pem")); string(again) != string(kernelCert) {
+		t.Error("adding agents reissued the kernel's certificate")
+	}
+	if _, err := run(t, "dev", "init", "--agent", "Not/Valid", dir); err == nil {
+		t.Error("an invalid agent name was accepted")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "version"} {
+		out, err := run(t, arg)
+		if err != nil || !strings.HasPrefix(out, "ambitctl ") {
+			t.Errorf("%s: %q, %v", arg, out, err)
+		}
+	}
+	out, err := run(t, "--help")
+	if err != nil || !strings.Contains(out, "usage: ambitctl") {
+		t.Errorf("--help: %q, %v", out, err)
+	}
+}
+
+// TestEvalInterrupted: an interrupt (the context ends) stops eval.
+func TestEvalInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	err := cli.Main(ctx, &cli.Env{Stdout: &out, Stderr: &errOut}, []string{"eval", "--contract", "c.yaml", "--proposal", "p.yaml"})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("eval after an interrupt = %v, want context.Canceled", err)
 	}
 }

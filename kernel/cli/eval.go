@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,7 +14,28 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-func runEval(_ context.Context, env *Env, args []string) error {
+// runEval evaluates in a goroutine of its own so that an interrupt
+// (SIGINT, SIGTERM: ctx ends) returns at once, whatever step it is in;
+// the evaluation itself has no side effect to wait for.
+func runEval(ctx context.Context, env *Env, args []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- evalOnce(&Env{Stdout: &out, Stderr: env.Stderr}, args) }()
+	select {
+	case err := <-done:
+		if _, werr := env.Stdout.Write(out.Bytes()); err == nil {
+			err = werr
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("eval: %w", ctx.Err())
+	}
+}
+
+func evalOnce(env *Env, args []string) error {
 	fs := newFlags(env, "eval")
 	contractFile := fs.String("contract", "", "contract file (YAML or JSON)")
 	proposalFile := fs.String("proposal", "", "proposal file: self-declared facts, optionally a tool call and the record's values (YAML or JSON)")
@@ -58,11 +81,18 @@ func runEval(_ context.Context, env *Env, args []string) error {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
 	}
 	if *format == "json" {
-		out, err := protojson.MarshalOptions{UseProtoNames: true, Multiline: true}.Marshal(contract.DecisionProto(&d))
+		out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(contract.DecisionProto(&d))
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(env.Stdout, string(out))
+		// protojson varies its whitespace from build to build on purpose;
+		// indenting it here keeps the output stable for scripts and
+		// golden files.
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, out, "", "  "); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(env.Stdout, indented.String())
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", d.Outcome)

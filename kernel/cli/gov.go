@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,21 +18,31 @@ import (
 // govFlags are the flags every command that talks to a kernel's governance
 // listener shares.
 type govFlags struct {
-	kernel, pkiDir, as string
-	timeout            time.Duration
+	kernel, kernelName, pkiDir, as string
+	timeout                        time.Duration
 }
 
 func (g *govFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener")
-	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "directory of the dev PKI (ambitctl dev init)")
-	fs.StringVar(&g.as, "as", "governance", "identity to act as (a governance certificate in --pki)")
+	fs.StringVar(&g.kernelName, "kernel-name", "", "name the kernel's certificate must be valid for (default: the host of --kernel)")
+	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "the identity's key folder, or the dev PKI (ambitctl dev init) holding it as <as>/")
+	fs.StringVar(&g.as, "as", "governance", "identity to act as (a governance certificate)")
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "deadline for the call")
 }
 
+// identityDir is the folder of --as: --pki itself when it holds the
+// identity's certificate, else its folder in the dev PKI.
+func (g *govFlags) identityDir() string {
+	if _, err := os.Stat(filepath.Join(g.pkiDir, g.as+".pem")); err == nil {
+		return g.pkiDir
+	}
+	return pki.IdentityDir(g.pkiDir, g.as)
+}
+
 // call runs fn against the governance listener, authenticated as --as,
-// within --timeout.
+// within --timeout. The server must present a kernel's certificate.
 func (g *govFlags) call(ctx context.Context, fn func(context.Context, kernelv1.GovernanceServiceClient) error) error {
-	tlsCfg, err := pki.ClientTLS(g.pkiDir, g.as)
+	tlsCfg, err := pki.ClientTLS(g.identityDir(), g.as, pki.Expect{Role: pki.RoleKernel, ServerName: g.kernelName})
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func TestParse(t *testing.T) {
 		{name: "empty subject", edit: func(s string) string { return strings.Replace(s, "subject: employee-7", `subject: ""`, 1) },
 			wantErr: "binding.subject"},
 		{name: "missing binding", edit: func(s string) string { return strings.Replace(s, "binding:", "ignored_binding:", 1) },
-			wantErr: `unknown field "ignored_binding"`},
+			wantErr: `line 3: ignored_binding: unknown field`},
 		{name: "approval threshold above hard limit", edit: func(s string) string {
 			return strings.Replace(s, "approval_over: {currency_code: GBP, minor_units: 5000}", "approval_over: {currency_code: GBP, minor_units: 10001}", 1)
 		}, wantErr: "action.approval_over: approval threshold GBP 100.01 is above the hard limit GBP 100.00"},
@@ -64,16 +64,16 @@ func TestParse(t *testing.T) {
 		{name: "negative action count", edit: func(s string) string { return strings.Replace(s, "max_actions: 1", "max_actions: -1", 1) },
 			wantErr: "action.max_actions"},
 		{name: "unknown field", edit: func(s string) string { return s + "colour: blue\n" },
-			wantErr: `unknown field "colour"`},
+			wantErr: `line 27: colour: unknown field`},
 		{name: "unknown enum name", edit: func(s string) string { return strings.Replace(s, "PROVENANCE_TRUSTED", "PROVENANCE_MAGIC", 1) },
 			wantErr: "PROVENANCE_MAGIC"},
 		{name: "unknown enum number", edit: func(s string) string { return strings.Replace(s, "PROVENANCE_TRUSTED", "7", 1) },
 			wantErr: "evidence.sources[0].provenance: unknown enum value 7"},
 		{name: "unset provenance", edit: func(s string) string { return strings.Replace(s, ", provenance: PROVENANCE_TRUSTED", "", 1) },
 			wantErr: "evidence.sources[0].provenance"},
-		{name: "duplicate tool", edit: func(s string) string {
+		{name: "unknown key in the action aperture", edit: func(s string) string {
 			return strings.Replace(s, "reflexive:", "  tools_extra: 1\nreflexive:", 1)
-		}, wantErr: `unknown field "tools_extra"`},
+		}, wantErr: `action.tools_extra: unknown field`},
 		{name: "schema that does not compile", edit: func(s string) string {
 			return strings.Replace(s, "claim_id: {type: string}", "claim_id: {type: 7}", 1)
 		}, wantErr: `action.tools[0].input_schema: tool "refund"`},
@@ -252,5 +252,39 @@ func TestValidateFacts(t *testing.T) {
 				t.Errorf("err = %v, want ErrInvalid naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDuplicateKeysRefused pins the review finding: a second `subject:
+// "*"` once replaced the first and widened the binding. Every duplicate,
+// in YAML or JSON, under either name of a field, is an error naming its
+// line and key path.
+func TestDuplicateKeysRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"yaml", "contract_id: t\nbinding:\n  subject: employee-7\n  purpose: expense-refund\n  subject: \"*\"\n", `line 5: binding.subject: duplicate key (first at line 3)`},
+		{"json", `{"contract_id": "t", "binding": {"subject": "employee-7", "subject": "*"}}`, `line 1: binding.subject: duplicate key (first at line 1)`},
+		{"json and proto names", "contract_id: t\nbinding:\n  task_id: a\n  taskId: b\n", `line 4: binding.taskId: field task_id given twice (first at line 3)`},
+		{"unknown field", "contract_id: t\nbinding:\n  subjekt: x\n", `line 3: binding.subjekt: unknown field`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := contract.Parse("c.yaml", []byte(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	for _, dup := range []string{"subject: \"*\"\n", "  subject: \"*\"\n"} {
+		in := strings.Replace(valid, "reflexive:", dup+"reflexive:", 1)
+		if _, err := contract.Parse("c.yaml", []byte(in)); err == nil {
+			t.Errorf("a contract with %q added was accepted", dup)
+		}
+	}
+	if _, err := contract.Parse("c.yaml", []byte(valid)); err != nil {
+		t.Errorf("the valid contract: %v", err)
 	}
 }

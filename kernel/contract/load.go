@@ -10,22 +10,17 @@ import (
 	"strings"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/document"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
 )
 
-// Decode reads YAML or JSON into m strictly: unknown fields are refused.
+// Decode reads YAML or JSON into m strictly: a duplicate key (a second
+// `subject: "*"` must not replace the first) and an unknown field are
+// errors that name their line and key path.
 func Decode(data []byte, m proto.Message) error {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return fmt.Errorf("parse yaml: %w", err)
-	}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(js, m); err != nil {
-		return fmt.Errorf("decode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
-	}
-	return nil
+	return document.DecodeProto(data, m)
 }
 
 // Parse decodes and validates a contract. name labels errors.
@@ -69,10 +64,11 @@ func LoadProposal(file string) (*Proposal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load proposal: %w", err)
 	}
-	js, err := yaml.YAMLToJSON(data)
+	doc, err := document.Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("load proposal %s: parse yaml: %w", file, err)
+		return nil, fmt.Errorf("load proposal %s: %w", file, err)
 	}
+	js := doc.JSON()
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(js, &top); err != nil {
 		return nil, fmt.Errorf("load proposal %s: %w", file, err)
@@ -95,8 +91,8 @@ func LoadProposal(file string) (*Proposal, error) {
 		delete(top, "record")
 	}
 	rest, _ := json.Marshal(top)
-	if err := (protojson.UnmarshalOptions{}).Unmarshal(rest, p.Facts); err != nil {
-		return nil, fmt.Errorf("load proposal %s: decode Facts: %w", file, err)
+	if err := document.DecodeProto(rest, p.Facts); err != nil {
+		return nil, fmt.Errorf("load proposal %s: %w", file, err)
 	}
 	if err := ValidateFacts(p.Facts); err != nil {
 		return nil, fmt.Errorf("load proposal %s: %w", file, err)

@@ -1,31 +1,37 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/store"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
-// Config is the kernel's configuration file.
+// Defaults [Config.ApplyDefaults] gives unset keys.
+const (
+	DefaultIdentity      = "kernel"
+	DefaultCapabilityTTL = 5 * time.Minute
+)
+
+// Config is the kernel's configuration file: the keys every Ambit process
+// has (service.Common: identity, pki_dir, metrics, tracing…) and the
+// kernel's own.
 type Config struct {
-	// Identity names the kernel's certificate, key and signing key in PKIDir.
-	Identity string `json:"identity"`
-	PKIDir   string `json:"pki_dir"`
+	service.Common `json:",inline"`
 	// Database is the SQLite file of the grant store and journal.
 	Database   string           `json:"database"`
 	Durability store.Durability `json:"durability"`
-	Listen     Listen           `json:"listen"`
-	// AddrFile, when set, receives the bound addresses as JSON.
-	AddrFile      string          `json:"addr_file"`
-	Reflection    bool            `json:"reflection"`
-	LogLevel      string          `json:"log_level"`
-	ShutdownGrace config.Duration `json:"shutdown_grace"`
+	// Listen holds the three listeners' addresses.
+	Listen        Listen          `json:"listen"`
 	CapabilityTTL config.Duration `json:"capability_ttl"`
 	// Peers names the identities whose signing keys the kernel trusts, per
-	// adapter role.
+	// adapter role; their public keys are read from pki_dir.
 	Peers Peers `json:"peers"`
 	// PromotionAuthorities lists, per ledger scope (e.g. SCOPE_TASK), the
 	// principals that may promote.
@@ -46,30 +52,50 @@ type Peers struct {
 	Verifier []string `json:"verifier"`
 }
 
-func (c *Config) check() error {
-	switch {
-	case c.Identity == "":
-		return fmt.Errorf("config: identity is required")
-	case c.PKIDir == "":
-		return fmt.Errorf("config: pki_dir is required")
-	case c.Database == "":
-		return fmt.Errorf("config: database is required")
-	case c.Listen.Agent == "" || c.Listen.Adapter == "" || c.Listen.Governance == "":
-		return fmt.Errorf("config: listen.agent, listen.adapter and listen.governance are required")
-	case c.Durability != "" && c.Durability != store.DurabilityFull && c.Durability != store.DurabilityNormal:
-		return fmt.Errorf("config: durability must be full or normal, got %q", c.Durability)
+// ApplyDefaults fills unset keys with their defaults.
+func (c *Config) ApplyDefaults() {
+	c.Common.ApplyDefaults(DefaultIdentity)
+	if c.Durability == "" {
+		c.Durability = store.DurabilityFull
 	}
-	return nil
+	if c.CapabilityTTL <= 0 {
+		c.CapabilityTTL = config.Duration(DefaultCapabilityTTL)
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c *Config) Validate() error {
+	errs := []error{c.Common.Validate()}
+	if c.Database == "" {
+		errs = append(errs, errors.New("database is required"))
+	}
+	if c.Listen.Agent == "" || c.Listen.Adapter == "" || c.Listen.Governance == "" {
+		errs = append(errs, errors.New("listen.agent, listen.adapter and listen.governance are required"))
+	}
+	if c.Durability != store.DurabilityFull && c.Durability != store.DurabilityNormal {
+		errs = append(errs, fmt.Errorf("durability must be full or normal, got %q", c.Durability))
+	}
+	if _, err := c.authorities(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Config) authorities() (canon.Authorities, error) {
 	out := canon.Authorities{}
-	for name, principals := range c.PromotionAuthorities {
+	var errs []error
+	names := make([]string, 0, len(c.PromotionAuthorities))
+	for name := range c.PromotionAuthorities {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		v, ok := ledgerv1.Scope_value[name]
 		if !ok || v == 0 {
-			return nil, fmt.Errorf("config: promotion_authorities: unknown scope %q", name)
+			errs = append(errs, fmt.Errorf("promotion_authorities: unknown scope %q", name))
+			continue
 		}
-		out[ledgerv1.Scope(v)] = principals
+		out[ledgerv1.Scope(v)] = c.PromotionAuthorities[name]
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }

@@ -2,123 +2,169 @@ package server
 
 import (
 	"context"
-	"crypto/ed25519"
-	"flag"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
-	"time"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
-	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	"go.uber.org/zap"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
-// Run is the ambit-kernel process: it reads the configuration named by
-// --config, opens the store, replays the ledger and serves the three
-// listeners until ctx is cancelled.
-func Run(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ambit-kernel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "configuration file (YAML)")
-	addrFile := fs.String("addr-file", "", "write bound addresses here (overrides addr_file)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *cfgPath == "" {
-		return fmt.Errorf("ambit-kernel: --config is required")
-	}
-	var cfg Config
-	if err := config.Load(*cfgPath, &cfg); err != nil {
-		return err
-	}
-	if *addrFile != "" {
-		cfg.AddrFile = *addrFile
-	}
-	if err := cfg.check(); err != nil {
-		return err
-	}
-	log, err := serve.NewLogger(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	log = log.With(zap.String("process", "ambit-kernel"))
+// Name is the kernel binary's name.
+const Name = "ambit-kernel"
 
+// DatabaseCheck is the name of the kernel's health probe of its database.
+const DatabaseCheck = "database"
+
+// Run is the ambit-kernel program: it reads the configuration named by
+// --config (environment overrides apply), opens the store, replays the
+// ledger and serves the three listeners through the process frame until
+// ctx is cancelled. Usage and --version go to stdout.
+func Run(ctx context.Context, args []string, stdout io.Writer) error {
+	var cfg Config
+	return service.Main(ctx, service.Program{Name: Name, Role: pki.RoleKernel, Config: &cfg,
+		// Main loads cfg before it calls Run.
+		Run: func(ctx context.Context, p *service.Process) error { return run(ctx, &cfg, p) },
+	}, args, stdout)
+}
+
+func run(ctx context.Context, cfg *Config, p *service.Process) error {
 	auth, err := cfg.authorities()
 	if err != nil {
 		return err
 	}
-	signKey, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
-	if err != nil {
-		return err
-	}
-	keys := envelope.Keyring{cfg.Identity: signKey.Public().(ed25519.PublicKey)}
-	for _, group := range [][]string{cfg.Peers.Evidence, cfg.Peers.Action, cfg.Peers.Verifier} {
-		for _, name := range group {
-			pub, err := pki.LoadPublicKey(cfg.PKIDir, name)
-			if err != nil {
-				return err
-			}
-			keys[name] = pub
+	keys := envelope.Keyring{}
+	for _, name := range append([]string{cfg.Identity}, slices.Concat(cfg.Peers.Evidence, cfg.Peers.Action, cfg.Peers.Verifier)...) {
+		pub, err := pki.LoadPublicKey(cfg.PKIDir, name)
+		if err != nil {
+			return err
 		}
+		keys[name] = pub
 	}
-	durability := cfg.Durability
-	if durability == "" {
-		durability = store.DurabilityFull
-	}
-	st, err := store.Open(ctx, cfg.Database, durability)
+	st, err := store.Open(ctx, cfg.Database, cfg.Durability)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	k, err := authority.New(ctx, authority.Options{
 		Store:         st,
-		Signer:        envelope.NewSigner(cfg.Identity, signKey),
+		Signer:        p.Signer,
 		Keys:          keys,
 		Peers:         authority.Peers(cfg.Peers),
 		Authorities:   auth,
-		CapabilityTTL: cfg.CapabilityTTL.D(5 * time.Minute),
-		Log:           log,
+		CapabilityTTL: cfg.CapabilityTTL.D(DefaultCapabilityTTL),
+		Log:           p.Log,
 	})
 	if err != nil {
 		return err
 	}
-	tlsCfg, err := pki.ServerTLS(cfg.PKIDir, cfg.Identity)
+	writable, closeProbe, err := writableProbe(cfg.Database)
 	if err != nil {
 		return err
 	}
-	var agentOpts []serve.Option
-	if cfg.Reflection {
-		agentOpts = append(agentOpts, serve.WithReflection())
-	}
-	agentSrv := serve.NewServer(log.With(zap.String("listener", "agent")), tlsCfg, AgentPolicy(), agentOpts...)
-	agentv1.RegisterAgentServiceServer(agentSrv.GRPC, &Agent{K: k})
-	adapterSrv := serve.NewServer(log.With(zap.String("listener", "adapter")), tlsCfg, AdapterPolicy())
-	kernelv1.RegisterAdapterServiceServer(adapterSrv.GRPC, &Adapter{K: k})
-	govSrv := serve.NewServer(log.With(zap.String("listener", "governance")), tlsCfg, GovernancePolicy())
-	kernelv1.RegisterGovernanceServiceServer(govSrv.GRPC, &Governance{K: k})
-	for _, s := range []*serve.Server{agentSrv, adapterSrv, govSrv} {
-		if err := s.CheckPolicy(); err != nil {
-			return err
+	defer func() { _ = closeProbe() }()
+	// Every service needs the database: a read-only or failing database
+	// makes the whole kernel NOT_SERVING.
+	p.Check(DatabaseCheck, writable)
+
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ambit_decisions_total",
+		Help: "Decisions on proposals, by outcome.",
+	}, []string{"outcome"})
+	p.Metrics.MustRegister(decisions)
+
+	agentSrv := p.NewServer("agent", AgentPolicy(), serve.WithInterceptors([]grpc.UnaryServerInterceptor{countDecisions(decisions)}, nil))
+	agentv1.RegisterAgentServiceServer(agentSrv, &Agent{K: k})
+	adapterSrv := p.NewServer("adapter", AdapterPolicy())
+	kernelv1.RegisterAdapterServiceServer(adapterSrv, &Adapter{K: k})
+	govSrv := p.NewServer("governance", GovernancePolicy())
+	kernelv1.RegisterGovernanceServiceServer(govSrv, &Governance{K: k})
+	return p.Serve(ctx, []serve.Listener{
+		{Name: "agent", Addr: cfg.Listen.Agent, Server: agentSrv},
+		{Name: "adapter", Addr: cfg.Listen.Adapter, Server: adapterSrv},
+		{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
+	}, zap.String("database", cfg.Database), zap.String("durability", string(cfg.Durability)))
+}
+
+// countDecisions counts the decisions the agent listener answers, by
+// outcome ("allow", "review", "deny").
+func countDecisions(c *prometheus.CounterVec) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if r, ok := resp.(*agentv1.SubmitProposalResponse); ok && err == nil {
+			c.WithLabelValues(strings.ToLower(strings.TrimPrefix(r.GetDecision().GetOutcome().String(), "OUTCOME_"))).Inc()
 		}
+		return resp, err
 	}
-	ready := func(addrs map[string]string) {
-		log.Info("serving", zap.Any("addresses", addrs))
-		if cfg.AddrFile != "" {
-			if err := serve.WriteAddrFile(cfg.AddrFile, addrs); err != nil {
-				log.Error("write address file", zap.Error(err))
+}
+
+// writableProbe returns a health probe of whether the database at path
+// takes writes: on a connection of its own it opens a write transaction,
+// rewrites the header's user_version with its own value and rolls back. A read-only file or file system fails it. A write
+// lock held by the kernel's own writer (SQLITE_BUSY) passes: the database
+// is being written.
+func writableProbe(path string) (func(context.Context) error, func() error, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(0)")
+	return writableProbeDSN(path, "file:"+path+"?"+q.Encode())
+}
+
+func writableProbeDSN(path, dsn string) (func(context.Context) error, func() error, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("database probe %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	probe := func(ctx context.Context) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("database %s: %w", path, err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			if busy(err) {
+				return nil
 			}
+			return fmt.Errorf("database %s does not take writes: %w", path, err)
 		}
+		// A write that changes nothing, rolled back: BEGIN IMMEDIATE
+		// alone succeeds on a read-only connection.
+		var v int64
+		err = conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+		if err == nil {
+			_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
+		}
+		if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); err == nil && rerr != nil {
+			err = rerr
+		}
+		if err != nil {
+			return fmt.Errorf("database %s does not take writes: %w", path, err)
+		}
+		return nil
 	}
-	return serve.Run(ctx, log, cfg.ShutdownGrace.D(10*time.Second), ready,
-		serve.Listener{Name: "agent", Addr: cfg.Listen.Agent, Server: agentSrv},
-		serve.Listener{Name: "adapter", Addr: cfg.Listen.Adapter, Server: adapterSrv},
-		serve.Listener{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
-	)
+	return probe, db.Close, nil
+}
+
+// busy reports a SQLite SQLITE_BUSY or SQLITE_LOCKED result.
+func busy(err error) bool {
+	var rc interface{ Code() int }
+	if !errors.As(err, &rc) {
+		return false
+	}
+	code := rc.Code() & 0xff
+	return code == 5 || code == 6
 }

@@ -15,8 +15,10 @@ const Domain = "ambit"
 
 // Status maps an error from package authority to a gRPC status. A refusal
 // keeps its message and carries its reason as ErrorInfo; anything else is
-// returned as is, and the serving interceptor logs it and answers Internal
-// without the cause.
+// returned as is for the serving interceptor (sdk/serve), the one mapping
+// every process shares: it answers storage that cannot take a write
+// (disk full, read-only) Unavailable and anything else Internal, logging
+// the cause once and keeping it off the wire.
 func Status(err error) error {
 	if err == nil {
 		return nil

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/server"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -109,5 +111,43 @@ func TestEveryReasonIsDeclared(t *testing.T) {
 	}
 	if found < 30 {
 		t.Errorf("found only %d refusals: the scan is broken", found)
+	}
+}
+
+// TestStorageErrorsAreUnavailable: the SQLite errors of a database that
+// cannot take a write are what the shared mapping answers Unavailable
+// (serve.StorageUnavailable); a constraint violation is not.
+func TestStorageErrorsAreUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	rw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if _, err := rw.Exec(`CREATE TABLE t (k TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rw.Exec(`INSERT INTO t VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	_, dup := rw.Exec(`INSERT INTO t VALUES ('a')`)
+	ro, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, readOnly := ro.Exec(`INSERT INTO t VALUES ('b')`)
+	if readOnly == nil || dup == nil {
+		t.Fatalf("writes did not fail: %v, %v", readOnly, dup)
+	}
+	if !serve.StorageUnavailable(fmt.Errorf("record effect: %w", readOnly)) {
+		t.Errorf("read-only database error %v is not Unavailable", readOnly)
+	}
+	if serve.StorageUnavailable(dup) {
+		t.Errorf("constraint error %v is Unavailable", dup)
+	}
+	// Status leaves it to the interceptor: not a refusal.
+	if got := server.Status(readOnly); got != readOnly {
+		t.Errorf("Status(storage error) = %v, want it unchanged for the interceptor", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/document"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -67,9 +68,7 @@ func Parse(name string, data []byte) ([]Episode, error) {
 			continue
 		}
 		var e Episode
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
+		if err := document.Decode([]byte(text), &e); err != nil {
 			return nil, fmt.Errorf("corpus %s line %d: %w", name, line, err)
 		}
 		e.proto = &contractv1.Facts{}

@@ -14,13 +14,10 @@ type Addresses struct {
 	Kernel, Evidence, Action, Verifier string
 }
 
-// Dial connects as identity, with the certificate and key in pkiDir, to
-// the kernel's agent listener and the three adapters.
-func Dial(ctx context.Context, pkiDir, identity string, addr Addresses) (*Agent, error) {
-	tlsCfg, err := pki.ClientTLS(pkiDir, identity)
-	if err != nil {
-		return nil, err
-	}
+// Dial connects as identity, with its own key folder (as `ambitctl dev
+// init` lays it out: DIR/<identity>), to the kernel's agent listener and
+// the three adapters, checking that each server carries the role it must.
+func Dial(ctx context.Context, identityDir, identity string, addr Addresses) (*Agent, error) {
 	var conns []*grpc.ClientConn
 	closeAll := func() error {
 		var errs []error
@@ -29,7 +26,11 @@ func Dial(ctx context.Context, pkiDir, identity string, addr Addresses) (*Agent,
 		}
 		return errors.Join(errs...)
 	}
-	dial := func(a string) (*grpc.ClientConn, error) {
+	dial := func(a string, role pki.Role) (*grpc.ClientConn, error) {
+		tlsCfg, err := pki.ClientTLS(identityDir, identity, pki.Expect{Role: role})
+		if err != nil {
+			return nil, err
+		}
 		c, err := serve.Dial(ctx, a, tlsCfg)
 		if err == nil {
 			conns = append(conns, c)
@@ -39,9 +40,11 @@ func Dial(ctx context.Context, pkiDir, identity string, addr Addresses) (*Agent,
 	var c Conns
 	for _, d := range []struct {
 		addr string
+		role pki.Role
 		into *grpc.ClientConnInterface
-	}{{addr.Kernel, &c.Kernel}, {addr.Evidence, &c.Evidence}, {addr.Action, &c.Action}, {addr.Verifier, &c.Verifier}} {
-		conn, err := dial(d.addr)
+	}{{addr.Kernel, pki.RoleKernel, &c.Kernel}, {addr.Evidence, pki.RoleEvidence, &c.Evidence},
+		{addr.Action, pki.RoleAction, &c.Action}, {addr.Verifier, pki.RoleVerifier, &c.Verifier}} {
+		conn, err := dial(d.addr, d.role)
 		if err != nil {
 			_ = closeAll()
 			return nil, err

@@ -27,6 +27,9 @@ func TestLoad(t *testing.T) {
 		{name: "unknown key", yaml: "name: kernel\ntimout: 3s\n", wantErr: "timout"},
 		{name: "bad duration", yaml: "timeout: soon\n", wantErr: "soon"},
 		{name: "negative duration", yaml: "timeout: -1s\n", wantErr: "negative"},
+		{name: "duplicate key", yaml: "name: kernel\ntimeout: 3s\nname: \"*\"\n", wantErr: "line 3: name: duplicate key (first at line 1)"},
+		{name: "key in another case", yaml: "Name: kernel\n", wantErr: "line 1: Name: unknown key"},
+		{name: "wrong kind names its line", yaml: "timeout: 3s\nname: [kernel]\n", wantErr: "line 2: name: want a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +98,7 @@ func TestLoadAs(t *testing.T) {
 	if err != nil || got != (checked{Name: "kernel", Timeout: config.Duration(time.Second)}) {
 		t.Errorf("LoadAs = %+v, %v; want the default timeout applied", got, err)
 	}
-	for body, want := range map[string]string{"timeout: 2s\n": "name is required", "name: x\nnmae: y\n": "nmae"} {
+	for body, want := range map[string]string{"timeout: 2s\n": "name is required", "name: x\nnmae: y\n": "nmae", "name: x\nname: y\n": "duplicate key"} {
 		path := write(body)
 		got, err := config.LoadAs[checked](path)
 		if err == nil || !strings.Contains(err.Error(), want) || got != (checked{}) {
@@ -104,5 +107,64 @@ func TestLoadAs(t *testing.T) {
 		if want == "name is required" && !strings.Contains(err.Error(), path) {
 			t.Errorf("validation error %q does not name the file", err)
 		}
+	}
+}
+
+type nested struct {
+	Name    string          `json:"name"`
+	Timeout config.Duration `json:"timeout"`
+	Listen  struct {
+		Agent   string `json:"agent"`
+		Adapter string `json:"adapter"`
+	} `json:"listen"`
+	Peers   map[string][]string `json:"peers"`
+	Verbose bool                `json:"verbose"`
+}
+
+func TestLoadEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("name: file\nlisten: {agent: a, adapter: b}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(vars map[string]string) config.Env {
+		return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	}
+	var got nested
+	err := config.LoadEnv(path, env(map[string]string{
+		"AMBIT_NAME":         "0123",
+		"AMBIT_TIMEOUT":      "4s",
+		"AMBIT_LISTEN_AGENT": "127.0.0.1:9",
+		"AMBIT_PEERS":        "{evidence: [e1, e2]}",
+		"AMBIT_VERBOSE":      "true",
+		"AMBIT_UNRELATED":    "x",
+	}), &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "0123" || got.Timeout != config.Duration(4*time.Second) || got.Listen.Agent != "127.0.0.1:9" ||
+		got.Listen.Adapter != "b" || len(got.Peers["evidence"]) != 2 || !got.Verbose {
+		t.Errorf("LoadEnv = %+v", got)
+	}
+	err = config.LoadEnv(path, env(map[string]string{"AMBIT_VERBOSE": "loud"}), &nested{})
+	if err == nil || !strings.Contains(err.Error(), "verbose: want true or false") {
+		t.Errorf("bad override = %v, want it named by key", err)
+	}
+	vars, err := config.EnvVars(&nested{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"AMBIT_LISTEN_ADAPTER listen.adapter", "AMBIT_LISTEN_AGENT listen.agent", "AMBIT_NAME name",
+		"AMBIT_PEERS peers", "AMBIT_TIMEOUT timeout", "AMBIT_VERBOSE verbose"}
+	if strings.Join(vars, ",") != strings.Join(want, ",") {
+		t.Errorf("EnvVars = %q, want %q", vars, want)
+	}
+	type clash struct {
+		AB string `json:"a_b"`
+		A  struct {
+			B string `json:"b"`
+		} `json:"a"`
+	}
+	if _, err := config.EnvVars(&clash{}); err == nil {
+		t.Error("EnvVars accepted two keys with one variable")
 	}
 }

@@ -45,7 +45,8 @@ const (
 // so that "<a>.sign" can never collide with identity a's signing key files.
 var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
-// Paths of the files DevInit writes, relative to its directory.
+// Paths of the files DevInit writes, relative to a folder: the CA's
+// folder or an identity's.
 func caCertPath(dir string) string           { return filepath.Join(dir, caName+".pem") }
 func caKeyPath(dir string) string            { return filepath.Join(dir, caName+".key") }
 func certPath(dir, name string) string       { return filepath.Join(dir, name+".pem") }
@@ -53,41 +54,164 @@ func keyPath(dir, name string) string        { return filepath.Join(dir, name+".
 func signKeyPath(dir, name string) string    { return filepath.Join(dir, name+".sign.key") }
 func signPubKeyPath(dir, name string) string { return filepath.Join(dir, name+".sign.pub") }
 
-// DevInit writes a development PKI into dir: a CA (ca.pem, ca.key), and for
-// each identity a TLS certificate signed by that CA (<name>.pem, <name>.key)
-// and an Ed25519 receipt-signing key pair (<name>.sign.key, <name>.sign.pub).
+// CADir is the folder of the CA's certificate and key under root, the
+// folder [DevInit] writes. No process reads it; keep it away from them.
+func CADir(root string) string { return filepath.Join(root, caName) }
+
+// IdentityDir is identity name's folder under root: the pki_dir of the
+// process that runs as name.
+func IdentityDir(root, name string) string { return filepath.Join(root, name) }
+
+// signs reports whether identities of role r sign receipts or
+// capabilities that others verify, so that every folder carries their
+// public keys.
+func (r Role) signs() bool {
+	switch r {
+	case RoleKernel, RoleEvidence, RoleAction, RoleVerifier:
+		return true
+	}
+	return false
+}
+
+// DevInit writes a development PKI under root: the CA in its own folder
+// ([CADir]: ca.pem, ca.key) and, for each identity, a folder of its own
+// ([IdentityDir]) holding what that process needs and nothing more:
 //
-// It is idempotent. Files that already exist are kept, after checking that
-// they still fit: the CA key matches the CA certificate, an identity's
+//	ca.pem                      the CA certificate, to verify peers
+//	<name>.pem, <name>.key      its TLS certificate, signed by the CA, and key
+//	<name>.sign.key/.sign.pub   its Ed25519 receipt-signing key pair
+//	<peer>.sign.pub             the public key of every identity whose
+//	                            role signs (kernel, adapters, verifier)
+//
+// No folder but the CA's holds another identity's private key or the CA
+// key, so a process given its own folder as pki_dir cannot act as another.
+//
+// It is idempotent, and adds identities to an existing PKI (e.g. one more
+// agent): files that already exist are kept, after checking that they
+// still fit: the CA key matches the CA certificate, an identity's
 // certificate verifies against the CA, matches its key and carries the
 // requested name and role. A half-present pair (a certificate without its
 // key, say) is an error rather than silently replaced; remove both files to
-// have them issued again.
+// have them issued again. Public keys are copied again whenever they
+// differ, so a re-run brings every folder up to date.
 //
 // The TLS keys are ECDSA P-256, which every TLS 1.3 peer supports. Leaf
 // certificates are valid for a year, for both server and client
-// authentication, for "localhost", 127.0.0.1 and ::1.
-func DevInit(dir string, ids []Identity) error {
+// authentication, for "localhost", the identity's name, 127.0.0.1 and ::1.
+func DevInit(root string, ids []Identity) error {
 	if err := validateIdentities(ids); err != nil {
 		return fmt.Errorf("dev init: %w", err)
 	}
-	if err := os.MkdirAll(dir, modeDir); err != nil {
+	// The first layout kept every key, the CA's included, in one folder
+	// that every process read; refuse to build on it.
+	if old, err := exists(filepath.Join(root, caName+".key")); err != nil || old {
+		if err == nil {
+			err = fmt.Errorf("%s holds the old single-folder layout (ca.key beside every key); move it away and run dev init again", root)
+		}
+		return fmt.Errorf("dev init: %w", err)
+	}
+	if err := os.MkdirAll(CADir(root), modeDir); err != nil {
 		return fmt.Errorf("dev init: create directory: %w", err)
 	}
 	now := time.Now()
-	ca, caKey, err := ensureCA(dir, now)
+	ca, caKey, err := ensureCA(CADir(root), now)
+	if err != nil {
+		return fmt.Errorf("dev init: %w", err)
+	}
+	caPEM, err := os.ReadFile(caCertPath(CADir(root)))
 	if err != nil {
 		return fmt.Errorf("dev init: %w", err)
 	}
 	for _, id := range ids {
+		dir := IdentityDir(root, id.Name)
+		if err := os.MkdirAll(dir, modeDir); err != nil {
+			return fmt.Errorf("dev init: identity %q: %w", id.Name, err)
+		}
 		if err := ensureLeaf(dir, id, ca, caKey, now); err != nil {
 			return fmt.Errorf("dev init: identity %q: %w", id.Name, err)
 		}
 		if err := ensureSigningKey(dir, id.Name); err != nil {
 			return fmt.Errorf("dev init: identity %q: %w", id.Name, err)
 		}
+		if err := ensureCopy(caCertPath(dir), caPEM); err != nil {
+			return fmt.Errorf("dev init: identity %q: %w", id.Name, err)
+		}
+	}
+	if err := distributePublicKeys(root); err != nil {
+		return fmt.Errorf("dev init: %w", err)
 	}
 	return nil
+}
+
+// Identities lists the identities that have a folder under root, as their
+// certificates name them, sorted by name.
+func Identities(root string) ([]Identity, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("list identities: %w", err)
+	}
+	var out []Identity
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || name == caName || !namePattern.MatchString(name) {
+			continue
+		}
+		cert, err := readCertificate(certPath(IdentityDir(root, name), name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list identities: %w", err)
+		}
+		id, err := IdentityFromCert(cert)
+		if err != nil {
+			return nil, fmt.Errorf("list identities: %s: %w", name, err)
+		}
+		if id.Name != name {
+			return nil, fmt.Errorf("list identities: folder %s holds the certificate of %s", name, id.Name)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// distributePublicKeys copies the public key of every identity whose role
+// signs into every other identity's folder.
+func distributePublicKeys(root string) error {
+	ids, err := Identities(root)
+	if err != nil {
+		return err
+	}
+	for _, signer := range ids {
+		if !signer.Role.signs() {
+			continue
+		}
+		pub, err := os.ReadFile(signPubKeyPath(IdentityDir(root, signer.Name), signer.Name))
+		if err != nil {
+			return fmt.Errorf("public key of %s: %w", signer.Name, err)
+		}
+		for _, id := range ids {
+			if id.Name == signer.Name {
+				continue
+			}
+			if err := ensureCopy(signPubKeyPath(IdentityDir(root, id.Name), signer.Name), pub); err != nil {
+				return fmt.Errorf("public key of %s for %s: %w", signer.Name, id.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ensureCopy writes public data to path unless path already holds it.
+func ensureCopy(path string, data []byte) error {
+	old, err := os.ReadFile(path)
+	if err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return writeFileAtomic(path, data, modePublic)
 }
 
 func validateIdentities(ids []Identity) error {
@@ -247,7 +371,7 @@ func ensureLeaf(dir string, id Identity, ca *x509.Certificate, caKey crypto.Sign
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
-		DNSNames:              []string{"localhost"},
+		DNSNames:              []string{"localhost", id.Name},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		URIs:                  []*url.URL{roleURI(id.Role)},
 	}

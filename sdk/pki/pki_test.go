@@ -49,23 +49,33 @@ type fileState struct {
 	Content string
 }
 
-func snapshot(t *testing.T, dir string) map[string]fileState {
+// snapshot maps every file and folder under root (by slash-separated
+// relative path) to its mode and content.
+func snapshot(t *testing.T, root string) map[string]fileState {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]fileState, len(entries))
-	for _, e := range entries {
+	out := map[string]fileState{}
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || path == root {
+			return err
+		}
 		info, err := e.Info()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
+		rel, _ := filepath.Rel(root, path)
+		st := fileState{Mode: info.Mode().Perm()}
+		if !e.IsDir() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			st.Content = string(data)
 		}
-		out[e.Name()] = fileState{Mode: info.Mode().Perm(), Content: string(data)}
+		out[filepath.ToSlash(rel)] = st
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -92,15 +102,24 @@ func TestDevInitIdempotent(t *testing.T) {
 			t.Errorf("%s changed when adding an identity (-before +after):\n%s", name, diff)
 		}
 	}
-	for _, f := range []string{"agent-2.pem", "agent-2.key", "agent-2.sign.key", "agent-2.sign.pub"} {
-		if _, ok := after[f]; !ok {
-			t.Errorf("%s not written", f)
+	for _, f := range []string{"agent-2.pem", "agent-2.key", "agent-2.sign.key", "agent-2.sign.pub", "ca.pem", "kernel.sign.pub"} {
+		if _, ok := after["agent-2/"+f]; !ok {
+			t.Errorf("agent-2/%s not written", f)
 		}
 	}
 
-	wantNames := []string{"ca.key", "ca.pem"}
+	// One folder per identity with its own private keys only, the public
+	// keys of the identities that sign, and the CA apart.
+	signers := []string{"action", "evidence", "kernel", "verifier"}
+	wantNames := []string{"ca", "ca/ca.key", "ca/ca.pem"}
 	for _, id := range pki.DefaultIdentities() {
-		wantNames = append(wantNames, id.Name+".pem", id.Name+".key", id.Name+".sign.key", id.Name+".sign.pub")
+		n := id.Name
+		wantNames = append(wantNames, n, n+"/ca.pem", n+"/"+n+".pem", n+"/"+n+".key", n+"/"+n+".sign.key", n+"/"+n+".sign.pub")
+		for _, s := range signers {
+			if s != n {
+				wantNames = append(wantNames, n+"/"+s+".sign.pub")
+			}
+		}
 	}
 	var gotNames []string
 	for name := range first {
@@ -120,6 +139,12 @@ func TestDevInitIdempotent(t *testing.T) {
 		t.Errorf("directory mode = %v, want 0700", got)
 	}
 	for name, st := range first {
+		if !strings.Contains(name, ".") {
+			if st.Mode != 0o700 {
+				t.Errorf("folder %s mode = %v, want 0700", name, st.Mode)
+			}
+			continue
+		}
 		secret := filepath.Ext(name) == ".key"
 		if secret && st.Mode != 0o600 {
 			t.Errorf("%s mode = %v, want 0600", name, st.Mode)
@@ -148,8 +173,8 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestDevInitCertificates(t *testing.T) {
-	dir := devInit(t)
-	ca := readCert(t, filepath.Join(dir, "ca.pem"))
+	root := devInit(t)
+	ca := readCert(t, filepath.Join(pki.CADir(root), "ca.pem"))
 	if !ca.IsCA {
 		t.Fatal("ca.pem is not a CA certificate")
 	}
@@ -158,6 +183,10 @@ func TestDevInitCertificates(t *testing.T) {
 
 	for _, id := range pki.DefaultIdentities() {
 		t.Run(id.Name, func(t *testing.T) {
+			dir := pki.IdentityDir(root, id.Name)
+			if diff := cmp.Diff(ca.Raw, readCert(t, filepath.Join(dir, "ca.pem")).Raw); diff != "" {
+				t.Error("the identity's ca.pem is not the CA certificate")
+			}
 			leaf := readCert(t, filepath.Join(dir, id.Name+".pem"))
 			for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
 				if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{usage}, DNSName: "localhost"}); err != nil {
@@ -177,7 +206,7 @@ func TestDevInitCertificates(t *testing.T) {
 			if diff := cmp.Diff([]string{string(id.Role)}, leaf.Subject.OrganizationalUnit); diff != "" {
 				t.Errorf("OU (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"localhost"}, leaf.DNSNames); diff != "" {
+			if diff := cmp.Diff([]string{"localhost", id.Name}, leaf.DNSNames); diff != "" {
 				t.Errorf("DNS SANs (-want +got):\n%s", diff)
 			}
 			var ips []string
@@ -241,10 +270,30 @@ func TestDevInitErrors(t *testing.T) {
 			ids:     []pki.Identity{{Name: "kernel", Role: pki.RoleGovernance}},
 		},
 		{
+			name:    "old single-folder layout",
+			wantErr: "old single-folder layout",
+			setup: func(t *testing.T, dir string) {
+				copyFile(t, filepath.Join(dir, "ca", "ca.key"), filepath.Join(dir, "ca.key"))
+			},
+			ids: kernel,
+		},
+		{
+			name:    "folder holding another identity's certificate",
+			wantErr: "folder agent holds the certificate of kernel",
+			setup: func(t *testing.T, dir string) {
+				if err := os.Mkdir(filepath.Join(dir, "agent"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				copyFile(t, filepath.Join(dir, "kernel", "kernel.pem"), filepath.Join(dir, "agent", "agent.pem"))
+				copyFile(t, filepath.Join(dir, "kernel", "kernel.key"), filepath.Join(dir, "agent", "agent.key"))
+			},
+			ids: kernel,
+		},
+		{
 			name:    "certificate without its key",
 			wantErr: "kernel.key does not",
 			setup: func(t *testing.T, dir string) {
-				if err := os.Remove(filepath.Join(dir, "kernel.key")); err != nil {
+				if err := os.Remove(filepath.Join(dir, "kernel", "kernel.key")); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -254,7 +303,7 @@ func TestDevInitErrors(t *testing.T) {
 			name:    "CA key without its certificate",
 			wantErr: "ca.pem does not",
 			setup: func(t *testing.T, dir string) {
-				if err := os.Remove(filepath.Join(dir, "ca.pem")); err != nil {
+				if err := os.Remove(filepath.Join(dir, "ca", "ca.pem")); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -264,7 +313,7 @@ func TestDevInitErrors(t *testing.T) {
 			name:    "signing key without its public key",
 			wantErr: "kernel.sign.pub does not",
 			setup: func(t *testing.T, dir string) {
-				if err := os.Remove(filepath.Join(dir, "kernel.sign.pub")); err != nil {
+				if err := os.Remove(filepath.Join(dir, "kernel", "kernel.sign.pub")); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -278,8 +327,8 @@ func TestDevInitErrors(t *testing.T) {
 				if err := pki.DevInit(other, kernel); err != nil {
 					t.Fatal(err)
 				}
-				copyFile(t, filepath.Join(other, "kernel.pem"), filepath.Join(dir, "kernel.pem"))
-				copyFile(t, filepath.Join(other, "kernel.key"), filepath.Join(dir, "kernel.key"))
+				copyFile(t, filepath.Join(other, "kernel", "kernel.pem"), filepath.Join(dir, "kernel", "kernel.pem"))
+				copyFile(t, filepath.Join(other, "kernel", "kernel.key"), filepath.Join(dir, "kernel", "kernel.key"))
 			},
 			ids: kernel,
 		},
@@ -290,7 +339,7 @@ func TestDevInitErrors(t *testing.T) {
 				if err := pki.DevInit(dir, []pki.Identity{{Name: "other", Role: pki.RoleKernel}}); err != nil {
 					t.Fatal(err)
 				}
-				copyFile(t, filepath.Join(dir, "other.key"), filepath.Join(dir, "kernel.key"))
+				copyFile(t, filepath.Join(dir, "other", "other.key"), filepath.Join(dir, "kernel", "kernel.key"))
 			},
 			ids: kernel,
 		},
@@ -302,7 +351,7 @@ func TestDevInitErrors(t *testing.T) {
 				if err := pki.DevInit(other, nil); err != nil {
 					t.Fatal(err)
 				}
-				copyFile(t, filepath.Join(other, "ca.key"), filepath.Join(dir, "ca.key"))
+				copyFile(t, filepath.Join(other, "ca", "ca.key"), filepath.Join(dir, "ca", "ca.key"))
 			},
 			ids: kernel,
 		},
@@ -313,21 +362,21 @@ func TestDevInitErrors(t *testing.T) {
 				if err := pki.DevInit(dir, []pki.Identity{{Name: "other", Role: pki.RoleKernel}}); err != nil {
 					t.Fatal(err)
 				}
-				copyFile(t, filepath.Join(dir, "other.sign.pub"), filepath.Join(dir, "kernel.sign.pub"))
+				copyFile(t, filepath.Join(dir, "other", "other.sign.pub"), filepath.Join(dir, "kernel", "kernel.sign.pub"))
 			},
 			ids: kernel,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
+			root := t.TempDir()
 			if tt.setup != nil {
-				if err := pki.DevInit(dir, kernel); err != nil {
+				if err := pki.DevInit(root, kernel); err != nil {
 					t.Fatal(err)
 				}
-				tt.setup(t, dir)
+				tt.setup(t, root)
 			}
-			err := pki.DevInit(dir, tt.ids)
+			err := pki.DevInit(root, tt.ids)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("DevInit error = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -457,25 +506,26 @@ func startHealthServer(t *testing.T, tlsCfg *tls.Config) (string, <-chan pki.Ide
 }
 
 func TestMutualTLS(t *testing.T) {
-	dir := devInit(t)
-	foreign := devInit(t) // same names, a different CA
+	root := devInit(t)
+	foreignRoot := devInit(t) // same names, a different CA
 
-	serverTLS := func(t *testing.T, dir string) *tls.Config {
+	serverTLS := func(t *testing.T, root string) *tls.Config {
 		t.Helper()
-		cfg, err := pki.ServerTLS(dir, "kernel")
+		cfg, err := pki.ServerTLS(pki.IdentityDir(root, "kernel"), "kernel")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
-	clientTLS := func(t *testing.T, dir, name string) *tls.Config {
+	clientTLS := func(t *testing.T, root, name string) *tls.Config {
 		t.Helper()
-		cfg, err := pki.ClientTLS(dir, name)
+		cfg, err := pki.ClientTLS(pki.IdentityDir(root, name), name, pki.Expect{Role: pki.RoleKernel})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cfg
 	}
+	dir, foreign := root, foreignRoot
 	tests := []struct {
 		name   string
 		server *tls.Config
@@ -501,7 +551,7 @@ func TestMutualTLS(t *testing.T) {
 				// Trusts the right CA but presents a certificate the server
 				// cannot verify.
 				cfg := clientTLS(t, dir, "agent")
-				cfg.Certificates = clientTLS(t, foreign, "agent").Certificates
+				cfg.GetClientCertificate = clientTLS(t, foreign, "agent").GetClientCertificate
 				return cfg
 			}(),
 		},
@@ -510,7 +560,7 @@ func TestMutualTLS(t *testing.T) {
 			server: serverTLS(t, dir),
 			client: func() *tls.Config {
 				cfg := clientTLS(t, dir, "agent")
-				cfg.Certificates = nil
+				cfg.GetClientCertificate = nil
 				return cfg
 			}(),
 		},
@@ -567,11 +617,13 @@ func TestSigningKeyRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			priv, err := pki.LoadSigningKey(dir, tt.signer)
+			priv, err := pki.LoadSigningKey(pki.IdentityDir(dir, tt.signer), tt.signer)
 			if err != nil {
 				t.Fatalf("LoadSigningKey: %v", err)
 			}
-			pub, err := pki.LoadPublicKey(dir, tt.verifier)
+			// Read from a third identity's folder: the copy every folder
+			// holds of a signing identity's public key.
+			pub, err := pki.LoadPublicKey(pki.IdentityDir(dir, "agent"), tt.verifier)
 			if err != nil {
 				t.Fatalf("LoadPublicKey: %v", err)
 			}
@@ -583,7 +635,7 @@ func TestSigningKeyRoundTrip(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
-	dir := devInit(t)
+	dir := pki.IdentityDir(devInit(t), "kernel")
 	tests := []struct {
 		name string
 		load func() error
@@ -601,13 +653,19 @@ func TestLoadErrors(t *testing.T) {
 			return err
 		}},
 		{name: "server TLS for a missing identity", load: func() error { _, err := pki.ServerTLS(dir, "nobody"); return err }},
-		{name: "client TLS for a missing identity", load: func() error { _, err := pki.ClientTLS(dir, "nobody"); return err }},
+		{name: "client TLS for a missing identity", load: func() error { _, err := pki.ClientTLS(dir, "nobody", pki.Expect{Role: pki.RoleKernel}); return err }},
+		{name: "client TLS without an expected role", load: func() error { _, err := pki.ClientTLS(dir, "kernel", pki.Expect{}); return err }},
+		{name: "another identity's private key is not in the folder", load: func() error { _, err := pki.LoadSigningKey(dir, "agent"); return err }},
+		{name: "the CA key is not in the folder", load: func() error {
+			_, err := os.Stat(filepath.Join(dir, "ca.key"))
+			return err
+		}},
 		{name: "client TLS without a CA", load: func() error {
-			noCA := devInit(t)
+			noCA := pki.IdentityDir(devInit(t), "kernel")
 			if err := os.Remove(filepath.Join(noCA, "ca.pem")); err != nil {
 				t.Fatal(err)
 			}
-			_, err := pki.ClientTLS(noCA, "kernel")
+			_, err := pki.ClientTLS(noCA, "kernel", pki.Expect{Role: pki.RoleKernel})
 			return err
 		}},
 	}

@@ -3,7 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -12,15 +17,14 @@ import (
 	"github.com/ambitkernel/ambit/sdk/pki"
 )
 
-// internalMessage is all a client learns about a panic or an error that is
-// not a gRPC status.
-const internalMessage = "internal error"
+// Messages the client sees instead of an internal cause, which is logged.
+const (
+	internalMessage    = "internal error"
+	unavailableMessage = "storage unavailable; nothing was changed, retry later"
+)
 
 type callerKey struct{}
 
-// Caller returns the authenticated identity of the peer of the call whose
-// context is ctx, as established by the server's interceptors. It is false
-// outside a handler of a [Server].
 // WithCaller returns ctx carrying id as the authenticated caller, as the
 // serving interceptor does after checking the peer's certificate. For code
 // that runs a handler in process, such as tests.
@@ -28,52 +32,143 @@ func WithCaller(ctx context.Context, id pki.Identity) context.Context {
 	return context.WithValue(ctx, callerKey{}, id)
 }
 
+// Caller returns the authenticated identity of the peer of the call whose
+// context is ctx, as established by the server's interceptors. It is false
+// outside a handler of a [Server].
 func Caller(ctx context.Context) (pki.Identity, bool) {
 	id, ok := ctx.Value(callerKey{}).(pki.Identity)
 	return id, ok
 }
 
-// interceptors holds what the server's interceptors share. The order of the
-// chains is: recover (outermost, so it also covers the others), authorise,
-// error hygiene (innermost, so it sees the handler's own error).
+// interceptors holds what the server's interceptors share. The chain, from
+// the outside in: the caller's extra interceptors (metrics), one log line
+// per call (go-grpc-middleware logging), panic recovery (go-grpc-middleware
+// recovery; inside the log line so that it records the Internal answer),
+// authorisation, and error hygiene (innermost, so it sees the handler's
+// own error).
 type interceptors struct {
-	log    *zap.Logger
-	policy Policy
+	log      *zap.Logger
+	policy   Policy
+	failures *decodeFailures
 }
 
-func (ic *interceptors) unary() []grpc.UnaryServerInterceptor {
-	return []grpc.UnaryServerInterceptor{ic.recoverUnary, ic.authUnary, ic.errorsUnary}
+func (ic *interceptors) unary(extra []grpc.UnaryServerInterceptor) []grpc.UnaryServerInterceptor {
+	return append(append([]grpc.UnaryServerInterceptor(nil), extra...),
+		logging.UnaryServerInterceptor(callLogger(ic.log), logOptions()...),
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(ic.recovered)),
+		ic.authUnary, ic.errorsUnary)
 }
 
-func (ic *interceptors) stream() []grpc.StreamServerInterceptor {
-	return []grpc.StreamServerInterceptor{ic.recoverStream, ic.authStream, ic.errorsStream}
+func (ic *interceptors) stream(extra []grpc.StreamServerInterceptor) []grpc.StreamServerInterceptor {
+	return append(append([]grpc.StreamServerInterceptor(nil), extra...),
+		logging.StreamServerInterceptor(callLogger(ic.log), logOptions()...),
+		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(ic.recovered)),
+		ic.authStream, ic.errorsStream)
 }
 
-func (ic *interceptors) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ic.logPanic(ctx, info.FullMethod, r)
-			resp, err = nil, status.Error(codes.Internal, internalMessage)
-		}
-	}()
-	return handler(ctx, req)
-}
-
-func (ic *interceptors) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			ic.logPanic(ss.Context(), info.FullMethod, r)
-			err = status.Error(codes.Internal, internalMessage)
-		}
-	}()
-	return handler(srv, ss)
-}
-
-func (ic *interceptors) logPanic(ctx context.Context, method string, r any) {
-	// zap.Stack, called inside the deferred recover, records the stack of
-	// the panicking goroutine including the frame that panicked.
-	fields := []zap.Field{zap.String("method", method), zap.Any("panic", r), zap.Stack("stack")}
+// recovered logs a handler's panic, with the stack of the panicking
+// goroutine (the handler runs inside the deferred recover), and answers
+// Internal without the cause.
+func (ic *interceptors) recovered(ctx context.Context, p any) error {
+	fields := []zap.Field{zap.Any("panic", p), zap.Stack("stack")}
+	if m, ok := grpc.Method(ctx); ok {
+		fields = append(fields, zap.String("method", m))
+	}
 	ic.log.Error("handler panicked", append(fields, callerFields(ctx)...)...)
+	return status.Error(codes.Internal, internalMessage)
+}
+
+func logOptions() []logging.Option {
+	return []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithLevels(callLevel),
+		logging.WithFieldsFromContext(callFields),
+		logging.WithDurationField(func(d time.Duration) logging.Fields { return logging.Fields{"took", d} }),
+	}
+}
+
+// callLevel logs successful calls at debug, refusals (the client's
+// problem) at info and failures (the server's) at warn; the cause of an
+// internal error has its own error line.
+func callLevel(c codes.Code) logging.Level {
+	switch c {
+	case codes.OK, codes.Canceled:
+		return logging.LevelDebug
+	case codes.Unknown, codes.DeadlineExceeded, codes.Unimplemented, codes.Internal, codes.Unavailable, codes.DataLoss:
+		return logging.LevelWarn
+	default:
+		return logging.LevelInfo
+	}
+}
+
+// callFields names the caller (from its verified certificate: the log
+// interceptor runs before authorisation) and the trace of a call.
+func callFields(ctx context.Context) logging.Fields {
+	var f logging.Fields
+	if id, err := pki.PeerFromContext(ctx); err == nil {
+		f = append(f, "caller", id.Name, "role", string(id.Role))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		f = append(f, "trace_id", sc.TraceID().String())
+	}
+	return f
+}
+
+// callFieldNames maps go-grpc-middleware's field names onto Ambit's;
+// fields mapped to "" are dropped.
+var callFieldNames = map[string]string{
+	logging.SystemTag[0]:           "",
+	logging.ComponentFieldKey:      "",
+	logging.MethodTypeFieldKey:     "",
+	"grpc.start_time":              "",
+	"grpc.request.deadline":        "deadline",
+	"peer.address":                 "peer_addr",
+	"grpc.code":                    "grpc_code",
+	"grpc.error":                   "error",
+	logging.ServiceFieldKey:        "grpc_service",
+	logging.MethodFieldKey:         "grpc_method",
+	"protocol":                     "",
+	"grpc.recv.duration":           "",
+	"grpc.send.duration":           "",
+	"grpc.request.content":         "",
+	"grpc.response.content":        "",
+	"grpc.request.deadline_exceed": "",
+}
+
+// callLogger adapts a zap logger to go-grpc-middleware's logging.
+func callLogger(log *zap.Logger) logging.Logger {
+	return logging.LoggerFunc(func(_ context.Context, lvl logging.Level, msg string, fields ...any) {
+		out := make([]zap.Field, 0, len(fields)/2)
+		var service, method string
+		for i := 0; i+1 < len(fields); i += 2 {
+			key, _ := fields[i].(string)
+			if name, ok := callFieldNames[key]; ok {
+				key = name
+			}
+			switch key {
+			case "":
+				continue
+			case "grpc_service":
+				service, _ = fields[i+1].(string)
+				continue
+			case "grpc_method":
+				method, _ = fields[i+1].(string)
+				continue
+			}
+			out = append(out, zap.Any(strings.ReplaceAll(key, ".", "_"), fields[i+1]))
+		}
+		out = append(out, zap.String("method", "/"+service+"/"+method))
+		switch lvl {
+		case logging.LevelDebug:
+			log.Debug("call", out...)
+		case logging.LevelInfo:
+			log.Info("call", out...)
+		case logging.LevelWarn:
+			log.Warn("call", out...)
+		default:
+			log.Error("call", out...)
+		}
+	})
 }
 
 func (ic *interceptors) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -89,7 +184,7 @@ func (ic *interceptors) authStream(srv any, ss grpc.ServerStream, info *grpc.Str
 	if err != nil {
 		return err
 	}
-	return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
+	return handler(srv, &contextStream{ServerStream: checkedStream{ServerStream: ss, failures: ic.failures}, ctx: ctx})
 }
 
 // authorize authenticates the peer from its verified certificate and checks
@@ -128,14 +223,17 @@ func (ic *interceptors) errorsStream(srv any, ss grpc.ServerStream, info *grpc.S
 // grpcStatus is implemented by the errors of google.golang.org/grpc/status.
 type grpcStatus interface{ GRPCStatus() *status.Status }
 
-// wireError returns what a client may see of a handler's error err.
+// wireError returns what a client may see of a handler's error err; it is
+// the one error→status mapping every Ambit server shares.
 //
 // A gRPC status error passes through unchanged: its message was written for
 // the client. A status wrapped with more context passes as the bare status,
 // because the wrapping text is internal. The caller's own cancellation or
-// deadline stays Canceled or DeadlineExceeded. Anything else is an internal
-// cause: it is logged here, once, and the client gets Internal "internal
-// error".
+// deadline stays Canceled or DeadlineExceeded. Storage that cannot take a
+// write (disk full, read-only, I/O error, locked) is Unavailable: the
+// client may retry once it is back. Anything else is an internal cause.
+// The causes of the last two are logged here, once; the client gets only a
+// fixed message.
 func (ic *interceptors) wireError(ctx context.Context, method string, err error) error {
 	if _, ok := err.(grpcStatus); ok {
 		return err
@@ -147,8 +245,12 @@ func (ic *interceptors) wireError(ctx context.Context, method string, err error)
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return status.FromContextError(ctx.Err()).Err()
 	}
-	fields := []zap.Field{zap.String("method", method), zap.Error(err)}
-	ic.log.Error("internal error", append(fields, callerFields(ctx)...)...)
+	fields := append([]zap.Field{zap.String("method", method), zap.Error(err)}, callerFields(ctx)...)
+	if StorageUnavailable(err) {
+		ic.log.Error("storage unavailable", fields...)
+		return status.Error(codes.Unavailable, unavailableMessage)
+	}
+	ic.log.Error("internal error", fields...)
 	return status.Error(codes.Internal, internalMessage)
 }
 

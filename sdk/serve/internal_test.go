@@ -7,10 +7,12 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +83,67 @@ func TestLoggerConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestLoggerFields pins one log vocabulary: a single "caller" key (the
+// peer; zap's code location is "src"), "task" for a task id, durations
+// with their unit.
+func TestLoggerFields(t *testing.T) {
+	cfg, err := loggerConfig("info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	core := renaming{zapcore.NewCore(zapcore.NewJSONEncoder(cfg.EncoderConfig), zapcore.AddSync(&buf), zapcore.InfoLevel)}
+	log := zap.New(core, zap.AddCaller()).With(zap.String("task_id", "t-1"))
+	log.Info("decision", zap.String("caller", "agent"), zap.Duration("took", 1500*time.Microsecond))
+	raw := buf.String()
+	if n := strings.Count(raw, `"caller"`); n != 1 {
+		t.Errorf("%d caller keys in %s", n, raw)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["caller"] != "agent" || line["task"] != "t-1" || line["took"] != "1.5ms" || line["task_id"] != nil {
+		t.Errorf("line = %s", raw)
+	}
+	if src, _ := line["src"].(string); !strings.Contains(src, "internal_test.go") {
+		t.Errorf("src = %v, want the code location", line["src"])
+	}
+}
+
+func TestStorageUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"disk full", &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, true},
+		{"read-only file system", fmt.Errorf("open: %w", syscall.EROFS), true},
+		{"quota", syscall.EDQUOT, true},
+		{"i/o error", syscall.EIO, true},
+		{"permission", syscall.EACCES, false},
+		{"plain", errors.New("x"), false},
+		{"nil", nil, false},
+	}
+	for code, want := range map[int]bool{5: true, 6: true, 8: true, 8 | 3<<8: true, 10: true, 10 | 12<<8: true, 13: true, 14: true, 1: false, 19: false, 11: false} {
+		tests = append(tests, struct {
+			name string
+			err  error
+			want bool
+		}{fmt.Sprintf("sqlite %d", code), fmt.Errorf("commit: %w", resultCode(code)), want})
+	}
+	for _, tt := range tests {
+		if got := StorageUnavailable(tt.err); got != tt.want {
+			t.Errorf("%s: StorageUnavailable = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+type resultCode int
+
+func (c resultCode) Error() string { return "sqlite" }
+func (c resultCode) Code() int     { return int(c) }
 
 func TestPolicyAuthorize(t *testing.T) {
 	p := Policy{
@@ -174,8 +237,15 @@ func TestCheckPolicy(t *testing.T) {
 	tests := []struct {
 		name    string
 		policy  Policy
+		direct  bool
 		wantErr []string
 	}{
+		{
+			name:    "registered on GRPC directly",
+			policy:  Policy{"/ambit.test.v1.TestService/Get": {pki.RoleAgent}, "/ambit.test.v1.TestService/Put": {pki.RoleKernel}},
+			direct:  true,
+			wantErr: []string{"service ambit.test.v1.TestService was registered on GRPC directly"},
+		},
 		{
 			name:   "every served method listed",
 			policy: Policy{"/ambit.test.v1.TestService/Get": {pki.RoleAgent}, "/ambit.test.v1.TestService/Put": {pki.RoleKernel}},
@@ -190,7 +260,11 @@ func TestCheckPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewServer(zap.NewNop(), &tls.Config{}, tt.policy, WithReflection())
 			defer s.GRPC.Stop()
-			s.GRPC.RegisterService(&desc, struct{}{})
+			if tt.direct {
+				s.GRPC.RegisterService(&desc, struct{}{})
+			} else {
+				s.RegisterService(&desc, struct{}{})
+			}
 			err := s.CheckPolicy()
 			if len(tt.wantErr) == 0 {
 				if err != nil {

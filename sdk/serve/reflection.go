@@ -76,8 +76,8 @@ func (l listed) FindDescriptorByName(name protoreflect.FullName) (protoreflect.D
 	return d, nil
 }
 
-func registerReflection(s *grpc.Server) {
-	l := listed{s: s}
+func registerReflection(s *Server) {
+	l := listed{s: s.GRPC}
 	opts := reflection.ServerOptions{Services: l, DescriptorResolver: l, ExtensionResolver: new(protoregistry.Types)}
 	reflectionv1.RegisterServerReflectionServer(s, reflection.NewServerV1(opts))
 	reflectionv1alpha.RegisterServerReflectionServer(s, reflection.NewServer(opts))

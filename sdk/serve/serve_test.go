@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,12 +135,12 @@ func newFixture(t *testing.T, svc *testService, opts ...serve.Option) *fixture {
 	dir := devPKI(t)
 	core, logs := observer.New(zap.DebugLevel)
 	log := zap.New(core)
-	tlsCfg, err := pki.ServerTLS(dir, "kernel")
+	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := serve.NewServer(log, tlsCfg, testPolicy(), opts...)
-	testpb.RegisterTestServiceServer(srv.GRPC, svc)
+	testpb.RegisterTestServiceServer(srv, svc)
 	addrs := startRun(t, log, time.Minute, serve.Listener{Name: "grpc", Addr: "127.0.0.1:0", Server: srv})
 	return &fixture{dir: dir, addr: addrs["grpc"], srv: srv, logs: logs}
 }
@@ -177,7 +179,7 @@ func startRun(t *testing.T, log *zap.Logger, grace time.Duration, ls ...serve.Li
 
 func dial(t *testing.T, dir, addr, name string) *grpc.ClientConn {
 	t.Helper()
-	tlsCfg, err := pki.ClientTLS(dir, name)
+	tlsCfg, err := pki.ClientTLS(pki.IdentityDir(dir, name), name, pki.Expect{Role: pki.RoleKernel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,6 +390,32 @@ func TestErrorHygiene(t *testing.T) {
 			message: "proposal not found",
 		},
 		{
+			name: "disk full",
+			handler: func(context.Context) error {
+				return fmt.Errorf("commit to %s: %w", secret, &fs.PathError{Op: "write", Path: "kernel.db-wal", Err: syscall.ENOSPC})
+			},
+			code:    codes.Unavailable,
+			message: "storage unavailable; nothing was changed, retry later",
+			logMsg:  "storage unavailable",
+		},
+		{
+			name: "read-only database",
+			handler: func(context.Context) error {
+				// SQLITE_READONLY_DBMOVED (8 | 4<<8), as the driver reports it.
+				return fmt.Errorf("insert into %s: %w", secret, sqliteError(8|4<<8))
+			},
+			code:    codes.Unavailable,
+			message: "storage unavailable; nothing was changed, retry later",
+			logMsg:  "storage unavailable",
+		},
+		{
+			name:    "another database error stays internal",
+			handler: func(context.Context) error { return fmt.Errorf("%s: %w", secret, sqliteError(19)) }, // SQLITE_CONSTRAINT
+			code:    codes.Internal,
+			message: "internal error",
+			logMsg:  "internal error",
+		},
+		{
 			name:    "panic",
 			handler: func(context.Context) error { panic("nil map in " + secret) },
 			code:    codes.Internal,
@@ -458,6 +486,73 @@ func TestErrorHygiene(t *testing.T) {
 				t.Errorf("EmptyCall after the failed call: %v", err)
 			}
 		})
+	}
+}
+
+// sqliteError is an error with a SQLite result code, as modernc.org/sqlite
+// returns them.
+type sqliteError int
+
+func (e sqliteError) Error() string { return fmt.Sprintf("sqlite error %d", int(e)) }
+func (e sqliteError) Code() int     { return int(e) }
+
+// rawCodec sends bytes as they are, to put a request on the wire that does
+// not decode.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestUndecodableRequest pins the review finding: a request that does not
+// decode was answered Internal. It is the client's error.
+func TestUndecodableRequest(t *testing.T) {
+	f := newFixture(t, &testService{})
+	conn := dial(t, f.dir, f.addr, "kernel")
+	var out []byte
+	// Field 1 as a length-delimited field running past the end.
+	err := conn.Invoke(callCtx(t), methodUnary, []byte{0x0a, 0xff, 0x01}, &out, grpc.ForceCodec(rawCodec{}))
+	wantStatus(t, err, codes.InvalidArgument, "request does not decode as grpc.testing.SimpleRequest")
+	if lines := f.logs.FilterLevelExact(zap.ErrorLevel).All(); len(lines) != 0 {
+		t.Errorf("a client's bad bytes were logged as an error: %v", lines[0].Message)
+	}
+	// A well-formed request on the same connection still works.
+	if _, err := testpb.NewTestServiceClient(conn).UnaryCall(callCtx(t), &testpb.SimpleRequest{}); err != nil {
+		t.Errorf("UnaryCall: %v", err)
+	}
+}
+
+// TestCallLog checks the one line logged per call: Ambit's field names,
+// the caller from its certificate and the duration with its unit.
+func TestCallLog(t *testing.T) {
+	f := newFixture(t, &testService{unary: func(context.Context) error { return status.Error(codes.NotFound, "no such claim") }})
+	client := testpb.NewTestServiceClient(dial(t, f.dir, f.addr, "kernel"))
+	if _, err := client.UnaryCall(callCtx(t), &testpb.SimpleRequest{}); status.Code(err) != codes.NotFound {
+		t.Fatalf("UnaryCall = %v", err)
+	}
+	lines := f.logs.FilterMessage("call").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d call lines, want 1", len(lines))
+	}
+	got := lines[0].ContextMap()
+	if lines[0].Level != zap.InfoLevel {
+		t.Errorf("a refusal is logged at %v, want info", lines[0].Level)
+	}
+	for key, want := range map[string]any{"method": methodUnary, "grpc_code": "NotFound", "caller": "kernel", "role": "kernel", "error": "rpc error: code = NotFound desc = no such claim"} {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	if _, ok := got["took"].(time.Duration); !ok {
+		t.Errorf("took = %#v, want a duration", got["took"])
+	}
+	for _, key := range []string{"grpc.service", "grpc.method", "grpc.code", "grpc.component", "grpc.start_time"} {
+		if _, ok := got[key]; ok {
+			t.Errorf("field %s is logged under go-grpc-middleware's name", key)
+		}
 	}
 }
 
@@ -563,12 +658,12 @@ func TestRunGracefulShutdown(t *testing.T) {
 			dir := devPKI(t)
 			core, logs := observer.New(zap.DebugLevel)
 			log := zap.New(core)
-			tlsCfg, err := pki.ServerTLS(dir, "kernel")
+			tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv := serve.NewServer(log, tlsCfg, testPolicy())
-			testpb.RegisterTestServiceServer(srv.GRPC, svc)
+			testpb.RegisterTestServiceServer(srv, svc)
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -646,7 +741,7 @@ func TestRunReady(t *testing.T) {
 	dir := devPKI(t)
 	log := zap.NewNop()
 	newSrv := func(name string) *serve.Server {
-		tlsCfg, err := pki.ServerTLS(dir, name)
+		tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, name), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -695,7 +790,7 @@ func TestRunReady(t *testing.T) {
 
 func TestRunErrors(t *testing.T) {
 	dir := devPKI(t)
-	tlsCfg, err := pki.ServerTLS(dir, "kernel")
+	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,7 +836,7 @@ func TestRunErrors(t *testing.T) {
 
 func TestRunCancelledBeforeServing(t *testing.T) {
 	dir := devPKI(t)
-	tlsCfg, err := pki.ServerTLS(dir, "kernel")
+	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/stats"
 )
 
 // Transport limits of every Ambit server.
@@ -35,7 +37,13 @@ type Server struct {
 	Health *health.Server
 
 	policy Policy
+	// services are the application services registered through
+	// [Server.RegisterService].
+	services map[string]bool
+	failures *decodeFailures
 }
+
+var _ grpc.ServiceRegistrar = (*Server)(nil)
 
 // Option configures [NewServer].
 type Option func(*options)
@@ -43,6 +51,26 @@ type Option func(*options)
 type options struct {
 	reflection     bool
 	maxRecvMsgSize int
+	unary          []grpc.UnaryServerInterceptor
+	stream         []grpc.StreamServerInterceptor
+	statsHandlers  []stats.Handler
+}
+
+// WithInterceptors adds interceptors outside the standard chain (see the
+// package documentation), in order: they see every call and its final
+// status, e.g. to count calls and their codes.
+func WithInterceptors(unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) Option {
+	return func(o *options) {
+		o.unary = append(o.unary, unary...)
+		o.stream = append(o.stream, stream...)
+	}
+}
+
+// WithStatsHandler adds a gRPC stats handler, e.g. OpenTelemetry's, which
+// sees each call before any interceptor (and also calls that never reach
+// one, such as undecodable requests).
+func WithStatsHandler(h stats.Handler) Option {
+	return func(o *options) { o.statsHandlers = append(o.statsHandlers, h) }
 }
 
 // WithReflection registers gRPC server reflection. It lists the
@@ -81,9 +109,11 @@ func NewServer(log *zap.Logger, tlsCfg *tls.Config, policy Policy, opts ...Optio
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ic := &interceptors{log: log, policy: policy}
-	s := grpc.NewServer(
+	failures := &decodeFailures{}
+	ic := &interceptors{log: log, policy: policy, failures: failures}
+	serverOpts := []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(tlsCfg)),
+		grpc.ForceServerCodecV2(newCodec(failures)),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.MaxRecvMsgSize(o.maxRecvMsgSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
@@ -94,28 +124,65 @@ func NewServer(log *zap.Logger, tlsCfg *tls.Config, policy Policy, opts ...Optio
 			Time:    keepaliveTime,
 			Timeout: keepaliveTimeout,
 		}),
-		grpc.ChainUnaryInterceptor(ic.unary()...),
-		grpc.ChainStreamInterceptor(ic.stream()...),
-	)
-	h := health.NewServer()
-	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s, h)
-	if o.reflection {
-		registerReflection(s)
+		grpc.ChainUnaryInterceptor(ic.unary(o.unary)...),
+		grpc.ChainStreamInterceptor(ic.stream(o.stream)...),
 	}
-	return &Server{GRPC: s, Health: h, policy: policy}
+	for _, sh := range o.statsHandlers {
+		serverOpts = append(serverOpts, grpc.StatsHandler(sh))
+	}
+	srv := &Server{GRPC: grpc.NewServer(serverOpts...), Health: health.NewServer(), policy: policy, services: map[string]bool{}, failures: failures}
+	srv.Health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	// Through RegisterService, like every service, so that their
+	// requests are checked too.
+	healthpb.RegisterHealthServer(srv, srv.Health)
+	if o.reflection {
+		registerReflection(srv)
+	}
+	return srv
 }
+
+// RegisterService registers an application service, as the generated
+// RegisterXServer functions do when given the Server. Register services
+// here rather than on GRPC: a request that does not decode is then
+// answered InvalidArgument, not the Internal gRPC itself would answer,
+// and never reaches the handler.
+func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
+	for i, m := range desc.Methods {
+		handler := m.Handler
+		d.Methods[i] = grpc.MethodDesc{
+			MethodName: m.MethodName,
+			Handler: func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+				return handler(srv, ctx, func(m any) error { return s.failures.check(m, dec(m)) }, ic)
+			},
+		}
+	}
+	s.GRPC.RegisterService(&d, impl)
+	if !infrastructure[d.ServiceName] {
+		s.services[d.ServiceName] = true
+	}
+}
+
+// Services lists the application services registered on the server,
+// sorted.
+func (s *Server) Services() []string { return sortedKeys(s.services) }
 
 // CheckPolicy compares the server's policy with the services registered on
 // it and reports every mismatch: a malformed entry (see [Policy.Validate]),
 // an entry for a method the server does not serve (a typo denies the real
 // method), and a served method without an entry (denied to every role).
-// Call it after registering services, before [Run].
+// A service registered on GRPC directly rather than through
+// [Server.RegisterService] is reported too. Call it after registering
+// services, before [Run].
 func (s *Server) CheckPolicy() error {
 	errs := []error{s.policy.Validate()}
 	served := make(map[string]bool)
 	info := s.GRPC.GetServiceInfo()
 	for _, service := range sortedKeys(info) {
+		if !s.services[service] && !infrastructure[service] {
+			errs = append(errs, fmt.Errorf("service %s was registered on GRPC directly; register it on the Server", service))
+		}
 		for _, m := range info[service].Methods {
 			method := "/" + service + "/" + m.Name
 			served[method] = true

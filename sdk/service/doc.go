@@ -1,21 +1,30 @@
-// Package service is the frame every single-listener Ambit service shares:
-// the evidence adapter, the action adapter and the readback verifier. Each
-// serves one gRPC listener, calls the kernel and signs receipts; this
-// package holds everything about that which is not the service's own
-// logic, so each binary's start-up is a short wiring script.
+// Package service is the process frame every Ambit process shares: the
+// kernel (three listeners) and the sidecars (the evidence adapter, the
+// action adapter and the readback verifier: one listener each, calling the
+// kernel). It holds everything about running a process that is not the
+// process's own logic, so each binary's start-up is a short wiring script.
 //
 // Entry points:
 //
-//   - [Config] holds the configuration keys every service has (identity,
-//     pki_dir, listen, addr_file, kernel, kernel_timeout, log_level,
-//     shutdown_grace, reflection), with their defaults and checks. A
-//     service's configuration embeds it inline and is a [File].
-//   - [Main] is a service's program up to its own wiring: [ParseFlags]
-//     (--config, --listen, --addr-file), [Load] (strict file, defaults,
-//     validation, flag overrides), the logger and [Start], which returns a
-//     [Process]: TLS, receipt signer, the kernel connection and the server.
-//     [Process.Serve] serves the one listener ([ListenerName]) and writes
-//     its address file.
+//   - [Common] holds the configuration keys every process has (identity,
+//     pki_dir, addr_file, log_level, shutdown_grace, reflection, metrics,
+//     health_listen, health_interval, tracing, tracing_file); [Config] adds
+//     a sidecar's (listen, kernel, kernel_server_name, kernel_timeout).
+//     A process's configuration embeds one of them inline and is a [File];
+//     every key can be overridden by an AMBIT_<KEY> environment variable.
+//   - [Main] is a process's program up to its own wiring: flags
+//     ([ParseFlags]: --config, --addr-file, --listen, --version, --help),
+//     configuration ([Load]), logger, and [Start], which returns a
+//     [Process]: its identity (whose certificate must carry the process's
+//     role and is reloaded when it changes on disk), receipt signer,
+//     Prometheus registry and tracing. [Process.NewServer] builds a server
+//     per listener, [Process.Dial] a connection that requires the server's
+//     role, [Process.Check] adds a dependency to the process's health, and
+//     [Process.Serve] serves every listener, plus the metrics and plaintext
+//     health listeners when configured, and writes the address file.
+//   - [MainSidecar] and [Sidecar] are the same for a sidecar: its kernel
+//     connection, its one listener ([ListenerName]) and the kernel's health
+//     as its own.
 //   - [Statuses] is a service's table from errors to gRPC statuses, with
 //     kernel refusals passed through; [Handle] is the request flow of a
 //     handler (validate, call the core as the caller, map the error).
@@ -23,17 +32,17 @@
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
 //     random part of an identifier a service issues.
 //
-// A service wires them like this:
+// A sidecar wires them like this:
 //
 //	func Run(ctx context.Context, args []string, stdout io.Writer) error {
 //		var cfg Config // embeds service.Config
-//		return service.Main(ctx, "ambit-x", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
-//			core, err := NewCore(Deps{Issuer: p.Issuer(), Kernel: kernelv1.NewAdapterServiceClient(p.Kernel), …})
+//		return service.MainSidecar(ctx, "ambit-x", pki.RoleX, args, stdout, &cfg, Policy(), func(ctx context.Context, s *service.Sidecar) error {
+//			core, err := NewCore(Deps{Issuer: s.Issuer(), Kernel: kernelv1.NewAdapterServiceClient(s.Kernel), …})
 //			if err != nil {
 //				return err
 //			}
-//			xv1.RegisterXServiceServer(p.Server.GRPC, NewHandler(core))
-//			return p.Serve(ctx)
+//			xv1.RegisterXServiceServer(s.Server, NewHandler(core))
+//			return s.Serve(ctx)
 //		})
 //	}
 package service

@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +22,10 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
 	"github.com/ambitkernel/ambit/sdk/config"
@@ -74,26 +81,27 @@ log_level: warn
 shutdown_grace: 2s
 reflection: true
 database: d.db
-`), &got)
+`), nil, &got)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := appConfig{Config: service.Config{
-		Identity: "x", PKIDir: "pki", Listen: "127.0.0.1:7201", AddrFile: "x.addr", Kernel: "127.0.0.1:7001",
-		KernelTimeout: config.Duration(time.Second), LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second),
-		Reflection: true,
+		Common: service.Common{Identity: "x", PKIDir: "pki", AddrFile: "x.addr", LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second),
+			Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+		Listen: "127.0.0.1:7201", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(time.Second),
 	}, Database: "d.db"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadChecked (-want +got):\n%s", diff)
 	}
 
 	var minimal appConfig
-	if err := config.LoadChecked(writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\n"), &minimal); err != nil {
+	if err := config.LoadChecked(writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\n"), nil, &minimal); err != nil {
 		t.Fatal(err)
 	}
 	wantMin := appConfig{Config: service.Config{
-		Identity: "app", PKIDir: "p", Listen: service.DefaultListen, Kernel: "k",
-		KernelTimeout: config.Duration(service.DefaultKernelTimeout), ShutdownGrace: config.Duration(service.DefaultShutdownGrace),
+		Common: service.Common{Identity: "app", PKIDir: "p", ShutdownGrace: config.Duration(service.DefaultShutdownGrace),
+			HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+		Listen: service.DefaultListen, Kernel: "k", KernelTimeout: config.Duration(service.DefaultKernelTimeout),
 	}, Database: "d"}
 	if diff := cmp.Diff(wantMin, minimal); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -105,16 +113,20 @@ database: d.db
 		body string
 		want []string
 	}{
-		"unknown key":             {"pki_dir: p\nkernel: k\ndatabase: d\nverbose: true\n", []string{`"verbose"`}},
-		"misspelt shared key":     {"pki_dir: p\nkernel: k\ndatabase: d\nkernal_timeout: 3s\n", []string{`"kernal_timeout"`}},
-		"nested shared struct":    {"pki_dir: p\nkernel: k\ndatabase: d\nconfig: {identity: x}\n", []string{`"config"`}},
+		"unknown key":             {"pki_dir: p\nkernel: k\ndatabase: d\nverbose: true\n", []string{"line 4: verbose: unknown key"}},
+		"misspelt shared key":     {"pki_dir: p\nkernel: k\ndatabase: d\nkernal_timeout: 3s\n", []string{"line 4: kernal_timeout: unknown key"}},
+		"nested shared struct":    {"pki_dir: p\nkernel: k\ndatabase: d\nconfig: {identity: x}\n", []string{"line 4: config: unknown key"}},
 		"missing required":        {"log_level: info\n", []string{"pki_dir is required", "kernel is required", "database is required"}},
 		"bad duration":            {"pki_dir: p\nkernel: k\ndatabase: d\nshutdown_grace: soon\n", []string{"soon"}},
 		"validation names a path": {"kernel: k\ndatabase: d\n", []string{"app.yaml", "pki_dir"}},
+		"tracing file missing":    {"pki_dir: p\nkernel: k\ndatabase: d\ntracing: file\n", []string{"tracing_file is required"}},
+		"tracing unknown":         {"pki_dir: p\nkernel: k\ndatabase: d\ntracing: jaeger\n", []string{`tracing "jaeger"`}},
+		"log level unknown":       {"pki_dir: p\nkernel: k\ndatabase: d\nlog_level: loud\n", []string{`log_level "loud"`}},
+		"duplicate key":           {"pki_dir: p\nkernel: k\ndatabase: d\nkernel: \"*\"\n", []string{"line 4: kernel: duplicate key (first at line 2)"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var c appConfig
-			err := config.LoadChecked(writeFile(t, tc.body), &c)
+			err := config.LoadChecked(writeFile(t, tc.body), nil, &c)
 			if err == nil {
 				t.Fatal("LoadChecked succeeded")
 			}
@@ -129,7 +141,7 @@ database: d.db
 
 func TestConfigWriteInline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.yaml")
-	in := appConfig{Config: service.Config{PKIDir: "p", Kernel: "k"}, Database: "d"}
+	in := appConfig{Config: service.Config{Common: service.Common{PKIDir: "p"}, Kernel: "k"}, Database: "d"}
 	if err := config.Write(path, in); err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +167,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "no config", args: nil, wantErr: "app: --config is required"},
 		{name: "stray argument", args: []string{"--config", "x.yaml", "extra"}, wantErr: `app: unexpected arguments ["extra"]`},
 		{name: "unknown flag", args: []string{"--verbose"}, wantErr: "flag provided but not defined"},
+		{name: "version needs no config", args: []string{"--version"}, want: service.Flags{Version: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := service.ParseFlags("app", tt.args, &bytes.Buffer{})
+			got, err := service.ParseFlags("app", tt.args, &bytes.Buffer{}, true)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ParseFlags = %v, want an error containing %q", err, tt.wantErr)
@@ -174,49 +187,98 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 	var out bytes.Buffer
-	if _, err := service.ParseFlags("app", []string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) {
+	if _, err := service.ParseFlags("app", []string{"--help"}, &out, true); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help = %v, want flag.ErrHelp", err)
 	}
-	for _, f := range []string{"-config", "-listen", "-addr-file"} {
+	for _, f := range []string{"-config", "-listen", "-addr-file", "-version", "AMBIT_"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("usage %q does not list %s", out.String(), f)
 		}
+	}
+	// Several listeners: no --listen.
+	if _, err := service.ParseFlags("app", []string{"--config", "c.yaml", "--listen", "x"}, &bytes.Buffer{}, false); err == nil {
+		t.Error("--listen accepted for a process with several listeners")
 	}
 }
 
 func TestLoadOverrides(t *testing.T) {
 	path := writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\nlisten: 127.0.0.1:7\naddr_file: file.addr\n")
 	var c appConfig
-	if err := service.Load("app", []string{"--config", path}, &bytes.Buffer{}, &c); err != nil {
+	if err := service.Load(service.Flags{Config: path}, nil, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:7" || c.AddrFile != "file.addr" {
 		t.Errorf("without flags: listen %q, addr_file %q", c.Listen, c.AddrFile)
 	}
 	c = appConfig{}
-	if err := service.Load("app", []string{"--config", path, "--listen", "127.0.0.1:8", "--addr-file", "flag.addr"}, &bytes.Buffer{}, &c); err != nil {
+	if err := service.Load(service.Flags{Config: path, Listen: "127.0.0.1:8", AddrFile: "flag.addr"}, nil, &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8" || c.AddrFile != "flag.addr" {
 		t.Errorf("with flags: listen %q, addr_file %q", c.Listen, c.AddrFile)
 	}
+	// The environment overrides the file, the flags the environment.
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"AMBIT_LISTEN": "127.0.0.1:9", "AMBIT_DATABASE": "env.db", "AMBIT_KERNEL_TIMEOUT": "7s"}[k]
+		return v, ok
+	}
+	c = appConfig{}
+	if err := service.Load(service.Flags{Config: path}, env, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9" || c.Database != "env.db" || c.KernelTimeout != config.Duration(7*time.Second) {
+		t.Errorf("with environment: %+v", c)
+	}
+	c = appConfig{}
+	if err := service.Load(service.Flags{Config: path, Listen: "127.0.0.1:8"}, env, &c); err != nil || c.Listen != "127.0.0.1:8" {
+		t.Errorf("flag over environment: listen %q, %v", c.Listen, err)
+	}
+}
+
+// governanceOnly opens every method of the test service to governance
+// identities only.
+func governanceOnly() serve.Policy {
+	p := serve.Policy{}
+	desc := testpb.TestService_ServiceDesc
+	for _, m := range desc.Methods {
+		p["/"+desc.ServiceName+"/"+m.MethodName] = []pki.Role{pki.RoleGovernance}
+	}
+	for _, m := range desc.Streams {
+		p["/"+desc.ServiceName+"/"+m.StreamName] = []pki.Role{pki.RoleGovernance}
+	}
+	return p
+}
+
+// mainApp runs an app sidecar through service.MainSidecar; run receives
+// the started sidecar.
+func mainApp(ctx context.Context, args []string, out io.Writer, env map[string]string, run func(context.Context, *service.Sidecar) error) (appConfig, error) {
+	var c appConfig
+	err := service.Main(ctx, service.Program{
+		Name: "app", Role: pki.RoleEvidence, Config: &c,
+		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Run: func(ctx context.Context, p *service.Process) error {
+			s, err := service.NewSidecar(ctx, p, c.Config, governanceOnly())
+			if err != nil {
+				return err
+			}
+			return run(ctx, s)
+		},
+	}, args, out)
+	return c, err
 }
 
 func TestMainProgram(t *testing.T) {
-	pkiDir := filepath.Join(t.TempDir(), "pki")
-	if err := pki.DevInit(pkiDir, pki.DefaultIdentities()); err != nil {
-		t.Fatal(err)
-	}
-	var got *service.Process
-	run := func(_ context.Context, p *service.Process) error { got = p; return nil }
+	root := servicetest.PKI(t)
+	evidenceDir := pki.IdentityDir(root, "evidence")
+	var got *service.Sidecar
+	run := func(_ context.Context, s *service.Sidecar) error { got = s; return nil }
 	var out bytes.Buffer
-	runMain := func(args ...string) (appConfig, error) {
-		var c appConfig
-		err := service.Main(context.Background(), "app", args, &out, &c, serve.Policy{}, run)
-		return c, err
-	}
-	if _, err := runMain("--help"); err != nil {
+	if _, err := mainApp(context.Background(), []string{"--help"}, &out, nil, run); err != nil {
 		t.Errorf("Main --help = %v, want nil", err)
+	}
+	out.Reset()
+	if _, err := mainApp(context.Background(), []string{"--version"}, &out, nil, run); err != nil || !strings.HasPrefix(out.String(), "app ") {
+		t.Errorf("Main --version = %v, printed %q", err, out.String())
 	}
 	for _, tt := range []struct {
 		name string
@@ -225,21 +287,192 @@ func TestMainProgram(t *testing.T) {
 	}{
 		{"missing file", []string{"--config", filepath.Join(t.TempDir(), "none.yaml")}, "read config"},
 		{"bad log level", []string{"--config", writeFile(t, "pki_dir: p\nkernel: k\ndatabase: d\nlog_level: loud\n")}, "loud"},
-		{"identity not in the PKI", []string{"--config", writeFile(t, "pki_dir: "+pkiDir+"\nkernel: k\ndatabase: d\nidentity: nobody\n")}, "nobody"},
+		{"identity not in the folder", []string{"--config", writeFile(t, "pki_dir: "+evidenceDir+"\nkernel: k\ndatabase: d\nidentity: nobody\n")}, "nobody"},
+		// The agent's folder handed to an evidence adapter: refused.
+		{"certificate of another role", []string{"--config", writeFile(t, "pki_dir: "+pki.IdentityDir(root, "agent")+"\nkernel: k\ndatabase: d\nidentity: agent\n")},
+			"has role agent, want evidence-adapter"},
 	} {
-		if _, err := runMain(tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := mainApp(context.Background(), tt.args, &out, nil, run); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Main = %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
 	if got != nil {
 		t.Fatal("run was called")
 	}
-	c, err := runMain("--config", writeFile(t, "pki_dir: "+pkiDir+"\nkernel: k\ndatabase: d\nidentity: evidence\nlog_level: error\n"), "--listen", "127.0.0.1:9")
+	run = func(_ context.Context, s *service.Sidecar) error { got = s; return nil }
+	c, err := mainApp(context.Background(), []string{"--config", writeFile(t, "pki_dir: "+evidenceDir+"\nkernel: k\ndatabase: d\nidentity: evidence\nlog_level: error\n"), "--listen", "127.0.0.1:9"},
+		&out, map[string]string{"AMBIT_DATABASE": "from-env"}, run)
 	if err != nil || got == nil {
 		t.Fatalf("Main = %v, run called %v", err, got != nil)
 	}
-	if c.Database != "d" || c.Listen != "127.0.0.1:9" || got.Signer.KeyID() != "evidence" {
+	if c.Database != "from-env" || c.Listen != "127.0.0.1:9" || got.Signer.KeyID() != "evidence" || got.Local.Identity.Role != pki.RoleEvidence {
 		t.Errorf("run did not see the loaded configuration: %+v, signer %q", c, got.Signer.KeyID())
+	}
+}
+
+// fakeKernel serves the health service as the kernel identity, with the
+// adapter service's status set by the test.
+type fakeKernel struct {
+	addr   string
+	health *health.Server
+	stop   func()
+}
+
+func startFakeKernel(t *testing.T, root string) *fakeKernel {
+	t.Helper()
+	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(root, "kernel"), "kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve.NewServer(zap.NewNop(), tlsCfg, serve.Policy{})
+	srv.Health.SetServingStatus("ambit.kernel.v1.AdapterService", healthpb.HealthCheckResponse_SERVING)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.GRPC.Serve(lis) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { srv.GRPC.Stop(); <-done }) }
+	t.Cleanup(stop)
+	return &fakeKernel{addr: lis.Addr().String(), health: srv.Health, stop: stop}
+}
+
+// healthOf asks the sidecar at addr, as the agent, for service's status.
+func healthOf(t *testing.T, root, addr, service string) healthpb.HealthCheckResponse_ServingStatus {
+	t.Helper()
+	var st healthpb.HealthCheckResponse_ServingStatus
+	err := servicetest.Call(t, root, "agent", pki.RoleEvidence, addr, func(ctx context.Context, conn *grpc.ClientConn) error {
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+		st = resp.GetStatus()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("health check: %v", err)
+	}
+	return st
+}
+
+// waitHealth polls until service reports want.
+func waitHealth(t *testing.T, root, addr, service string, want healthpb.HealthCheckResponse_ServingStatus) {
+	t.Helper()
+	deadline := time.Now().Add(servicetest.Wait)
+	for {
+		got := healthOf(t, root, addr, service)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health of %q = %v, want %v", service, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func runApp(ctx context.Context, args []string, out io.Writer) error {
+	_, err := mainApp(ctx, args, out, nil, func(ctx context.Context, s *service.Sidecar) error {
+		testpb.RegisterTestServiceServer(s.Server, testpb.UnimplementedTestServiceServer{})
+		return s.Serve(ctx)
+	})
+	return err
+}
+
+// TestSidecarHealthFollowsKernel pins the review finding: the adapters
+// reported SERVING while the kernel was down. A sidecar's health is the
+// kernel's, probed every health_interval.
+func TestSidecarHealthFollowsKernel(t *testing.T) {
+	root := servicetest.PKI(t)
+	kernel := startFakeKernel(t, root)
+	cfg := writeFile(t, fmt.Sprintf("pki_dir: %s\nidentity: evidence\nkernel: %s\ndatabase: d\nlog_level: error\nhealth_interval: 50ms\nkernel_timeout: 1s\n",
+		pki.IdentityDir(root, "evidence"), kernel.addr))
+	s := servicetest.Start(t, runApp, "--config", cfg)
+	const svc = "grpc.testing.TestService"
+	waitHealth(t, root, s.Addr, "", healthpb.HealthCheckResponse_SERVING)
+	waitHealth(t, root, s.Addr, svc, healthpb.HealthCheckResponse_SERVING)
+
+	// The kernel answers but cannot serve adapters (its database is
+	// read-only, say): the sidecar cannot either.
+	kernel.health.SetServingStatus("ambit.kernel.v1.AdapterService", healthpb.HealthCheckResponse_NOT_SERVING)
+	waitHealth(t, root, s.Addr, svc, healthpb.HealthCheckResponse_NOT_SERVING)
+	kernel.health.SetServingStatus("ambit.kernel.v1.AdapterService", healthpb.HealthCheckResponse_SERVING)
+	waitHealth(t, root, s.Addr, svc, healthpb.HealthCheckResponse_SERVING)
+
+	kernel.stop()
+	waitHealth(t, root, s.Addr, "", healthpb.HealthCheckResponse_NOT_SERVING)
+	waitHealth(t, root, s.Addr, svc, healthpb.HealthCheckResponse_NOT_SERVING)
+	if err := s.Stop(); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
+
+// TestSidecarStartsNotServingWithoutKernel: the first probe runs before
+// the listener serves, so a sidecar whose kernel is down never reports
+// SERVING.
+func TestSidecarStartsNotServingWithoutKernel(t *testing.T) {
+	root := servicetest.PKI(t)
+	cfg := writeFile(t, fmt.Sprintf("pki_dir: %s\nidentity: evidence\nkernel: %s\ndatabase: d\nlog_level: error\nkernel_timeout: 1s\n",
+		pki.IdentityDir(root, "evidence"), servicetest.DeadAddr(t)))
+	s := servicetest.Start(t, runApp, "--config", cfg)
+	if got := healthOf(t, root, s.Addr, ""); got != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("health with the kernel down = %v, want NOT_SERVING", got)
+	}
+}
+
+// TestPlaintextHealthAndMetrics: an orchestrator probes health without a
+// client certificate, and scrapes call metrics over plain HTTP.
+func TestPlaintextHealthAndMetrics(t *testing.T) {
+	root := servicetest.PKI(t)
+	kernel := startFakeKernel(t, root)
+	cfg := writeFile(t, fmt.Sprintf("pki_dir: %s\nidentity: evidence\nkernel: %s\ndatabase: d\nlog_level: error\nhealth_listen: 127.0.0.1:0\nmetrics: 127.0.0.1:0\n",
+		pki.IdentityDir(root, "evidence"), kernel.addr))
+	s := servicetest.Start(t, runApp, "--config", cfg)
+	addrs := s.Addrs
+	if addrs[service.ListenerName] != s.Addr || addrs[service.HealthListener] == "" || addrs[service.MetricsListener] == "" {
+		t.Fatalf("address file = %v", addrs)
+	}
+
+	conn, err := grpc.NewClient(addrs[service.HealthListener], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), servicetest.Wait)
+	defer cancel()
+	for _, svc := range []string{"", "grpc.testing.TestService"} {
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("plaintext health of %q = %v, %v", svc, resp.GetStatus(), err)
+		}
+	}
+	// Nothing but health is served in plaintext.
+	if _, err := testpb.NewTestServiceClient(conn).EmptyCall(ctx, &testpb.Empty{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("plaintext EmptyCall = %v, want Unimplemented", err)
+	}
+
+	_ = servicetest.Call(t, root, "agent", pki.RoleEvidence, s.Addr, func(ctx context.Context, conn *grpc.ClientConn) error {
+		_, err := testpb.NewTestServiceClient(conn).EmptyCall(ctx, &testpb.Empty{})
+		return err
+	})
+	resp, err := http.Get("http://" + addrs[service.MetricsListener] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{
+		// Denied to the agent: every call is counted with its code.
+		`grpc_server_handled_total{grpc_code="PermissionDenied",grpc_method="EmptyCall",grpc_service="grpc.testing.TestService",grpc_type="unary"} 1`,
+		`grpc_server_handling_seconds_bucket{grpc_method="EmptyCall",grpc_service="grpc.testing.TestService",grpc_type="unary",le="+Inf"} 1`,
+		// The kernel probes, as client calls.
+		`grpc_client_handled_total{grpc_code="OK",grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary"}`,
+		"go_goroutines",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics do not contain %s", want)
+		}
+	}
+	if err := s.Stop(); err != nil {
+		t.Errorf("Run = %v", err)
 	}
 }
 
@@ -332,52 +565,22 @@ func TestNewID(t *testing.T) {
 	}
 }
 
-// startProcess starts a process with a development PKI; the kernel address
-// is never called.
-func startProcess(t *testing.T, ctx context.Context, cfg service.Config, policy serve.Policy) (*service.Process, string) {
+// startSidecar starts a sidecar's process with a development PKI; the
+// kernel address is never called.
+func startSidecar(t *testing.T, ctx context.Context, cfg service.Config, policy serve.Policy) *service.Sidecar {
 	t.Helper()
-	pkiDir := filepath.Join(t.TempDir(), "pki")
-	if err := pki.DevInit(pkiDir, pki.DefaultIdentities()); err != nil {
-		t.Fatal(err)
-	}
-	cfg.PKIDir = pkiDir
+	root := servicetest.PKI(t)
+	cfg.PKIDir = pki.IdentityDir(root, "evidence")
 	cfg.ApplyDefaults("evidence")
-	p, err := service.Start(ctx, cfg, zap.NewNop(), policy)
+	p, err := service.Start(ctx, "app", pki.RoleEvidence, cfg.Common, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, pkiDir
-}
-
-// TestProcessServe runs a whole program (Main, Start, Serve) as a binary
-// would: its address file names the listener, which serves health over
-// mutual TLS until the context ends.
-func TestProcessServe(t *testing.T) {
-	pkiDir := filepath.Join(t.TempDir(), "pki")
-	if err := pki.DevInit(pkiDir, pki.DefaultIdentities()); err != nil {
+	s, err := service.NewSidecar(ctx, p, cfg, policy)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := writeFile(t, "pki_dir: "+pkiDir+"\nkernel: "+servicetest.DeadAddr(t)+"\ndatabase: d\nidentity: evidence\nlog_level: error\n")
-	run := func(ctx context.Context, args []string, out io.Writer) error {
-		var c appConfig
-		return service.Main(ctx, "app", args, out, &c, serve.Policy{}, func(ctx context.Context, p *service.Process) error {
-			return p.Serve(ctx)
-		})
-	}
-	s := servicetest.Start(t, run, "--config", cfgPath)
-	err := servicetest.Call(t, pkiDir, "agent", s.Addr, func(ctx context.Context, conn *grpc.ClientConn) error {
-		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-		if err == nil && resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-			t.Errorf("health = %v", resp.GetStatus())
-		}
-		return err
-	})
-	if err != nil {
-		t.Errorf("health check: %v", err)
-	}
-	if err := s.Stop(); err != nil {
-		t.Errorf("Run = %v, want nil after cancellation", err)
-	}
+	return s
 }
 
 func TestProcessServeFailures(t *testing.T) {
@@ -387,19 +590,20 @@ func TestProcessServeFailures(t *testing.T) {
 		policy serve.Policy
 		want   string
 	}{
-		{name: "address file cannot be written", cfg: service.Config{AddrFile: filepath.Join(t.TempDir(), "missing", "app.addr")},
+		{name: "address file cannot be written", cfg: service.Config{Common: service.Common{AddrFile: filepath.Join(t.TempDir(), "missing", "app.addr")}},
 			want: "write addr file"},
 		{name: "policy for a method not served", policy: serve.Policy{"/ambit.x.v1.XService/Do": {pki.RoleAgent}},
 			want: "not served"},
 		{name: "listen address invalid", cfg: service.Config{Listen: "256.0.0.1:1"}, want: "listen"},
+		{name: "metrics address invalid", cfg: service.Config{Common: service.Common{Metrics: "256.0.0.1:1"}}, want: "listen metrics"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.cfg.Kernel = "127.0.0.1:1"
-			p, _ := startProcess(t, context.Background(), tt.cfg, tt.policy)
-			defer func() { _ = p.Close() }()
+			s := startSidecar(t, context.Background(), tt.cfg, tt.policy)
+			defer func() { _ = s.Close() }()
 			done := make(chan error, 1)
-			go func() { done <- p.Serve(context.Background()) }()
+			go func() { done <- s.Serve(context.Background()) }()
 			select {
 			case err := <-done:
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -413,9 +617,16 @@ func TestProcessServeFailures(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
-	_, err := service.Start(context.Background(), service.Config{Identity: "evidence", PKIDir: t.TempDir(), Kernel: "k"}, zap.NewNop(), serve.Policy{})
-	if err == nil {
-		t.Error("Start with an empty PKI directory succeeded")
+	root := servicetest.PKI(t)
+	for name, c := range map[string]service.Common{
+		"empty folder":         {Identity: "evidence", PKIDir: t.TempDir()},
+		"another role":         {Identity: "agent", PKIDir: pki.IdentityDir(root, "agent")},
+		"tracing file missing": {Identity: "evidence", PKIDir: pki.IdentityDir(root, "evidence"), Tracing: service.TracingFile, TracingFile: filepath.Join(t.TempDir(), "no", "t.json")},
+	} {
+		if p, err := service.Start(context.Background(), "app", pki.RoleEvidence, c, zap.NewNop()); err == nil {
+			_ = p.Close()
+			t.Errorf("%s: Start succeeded", name)
+		}
 	}
 }
 

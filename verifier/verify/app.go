@@ -20,12 +20,12 @@ import (
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	var cfg Config
 	// Main loads cfg before it calls the function.
-	return service.Main(ctx, "ambit-verifier", args, stdout, &cfg, Policy(), func(ctx context.Context, p *service.Process) error {
-		return run(ctx, cfg, p)
+	return service.MainSidecar(ctx, "ambit-verifier", pki.RoleVerifier, args, stdout, &cfg, Policy(), func(ctx context.Context, s *service.Sidecar) error {
+		return run(ctx, cfg, s)
 	})
 }
 
-func run(ctx context.Context, cfg Config, p *service.Process) error {
+func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	keys := envelope.Keyring{}
 	for _, name := range []string{cfg.KernelKey, cfg.ActionKey} {
 		pub, err := pki.LoadPublicKey(cfg.PKIDir, name)
@@ -51,6 +51,6 @@ func run(ctx context.Context, cfg Config, p *service.Process) error {
 	if err != nil {
 		return err
 	}
-	verifierv1.RegisterVerifierServiceServer(p.Server.GRPC, NewHandler(core))
+	verifierv1.RegisterVerifierServiceServer(p.Server, NewHandler(core))
 	return p.Serve(ctx, zap.String("payments_database", cfg.PaymentsDatabase))
 }

@@ -29,20 +29,20 @@ func TestRunFailsClosedWithoutKernel(t *testing.T) {
 	pkiDir := servicetest.PKI(t)
 	ledger := writeLedger(t, payment{"pay-1", "idem-1", "C-1001", "employee-7", 1740})
 	cfgPath := servicetest.WriteFile(t, "verifier.yaml", fmt.Sprintf(
-		"pki_dir: %s\nkernel: %s\nkernel_timeout: 1s\npayments_database: %s\nlog_level: error\n", pkiDir, servicetest.DeadAddr(t), ledger))
+		"pki_dir: %s\nkernel: %s\nkernel_timeout: 1s\npayments_database: %s\nlog_level: error\n", pki.IdentityDir(pkiDir, "verifier"), servicetest.DeadAddr(t), ledger))
 	s := servicetest.Start(t, verify.Run, "--config", cfgPath, "--listen", "127.0.0.1:0")
 
-	kernelKey, err := pki.LoadSigningKey(pkiDir, "kernel")
+	kernelKey, err := pki.LoadSigningKey(pki.IdentityDir(pkiDir, "kernel"), "kernel")
 	if err != nil {
 		t.Fatal(err)
 	}
-	actionKey, err := pki.LoadSigningKey(pkiDir, "action")
+	actionKey, err := pki.LoadSigningKey(pki.IdentityDir(pkiDir, "action"), "action")
 	if err != nil {
 		t.Fatal(err)
 	}
 	capEnv, effEnv := signers{kernel: envelope.NewSigner("kernel", kernelKey), action: envelope.NewSigner("action", actionKey)}.envelopes(t, nil)
 
-	servicetest.CallAll(t, pkiDir, s.Addr, []servicetest.Answer{
+	servicetest.CallAll(t, pkiDir, pki.RoleVerifier, s.Addr, []servicetest.Answer{
 		{Identity: "agent", Code: codes.Unavailable, Message: "kernel unreachable: the readback was not recorded"},
 		{Identity: "governance", Code: codes.Unavailable, Message: "kernel unreachable: the readback was not recorded"},
 		{Identity: "action", Code: codes.PermissionDenied, Message: "method requires role agent or governance"},
@@ -66,8 +66,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	want := verify.Config{
 		Config: service.Config{
-			Identity: "verifier", PKIDir: "p", Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
-			ShutdownGrace: config.Duration(10 * time.Second), Reflection: true,
+			Common: service.Common{Identity: "verifier", PKIDir: "p", ShutdownGrace: config.Duration(10 * time.Second), Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
 		},
 		KernelKey: "kernel", ActionKey: "action", PaymentsDatabase: "d",
 	}

@@ -34,7 +34,8 @@ import (
 const Wait = 15 * time.Second
 
 // PKI writes a development PKI with the default identities
-// (pki.DefaultIdentities) into a temporary directory and returns it.
+// (pki.DefaultIdentities) into a temporary directory and returns its root;
+// identity name's folder, its pki_dir, is pki.IdentityDir(root, name).
 func PKI(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "pki")
@@ -71,6 +72,9 @@ func DeadAddr(t testing.TB) string {
 type Running struct {
 	// Addr is the bound address of its listener.
 	Addr string
+	// Addrs are every bound address by listener name, as in the address
+	// file (the metrics and health listeners too, when configured).
+	Addrs map[string]string
 
 	t      testing.TB
 	cancel context.CancelFunc
@@ -98,7 +102,7 @@ func Start(t testing.TB, run func(context.Context, []string, io.Writer) error, a
 			if err := json.Unmarshal(data, &addrs); err != nil {
 				t.Fatal(err)
 			}
-			r.Addr = addrs[service.ListenerName]
+			r.Addr, r.Addrs = addrs[service.ListenerName], addrs
 			return r
 		}
 		select {
@@ -128,12 +132,12 @@ func (r *Running) Stop() error {
 	return r.err
 }
 
-// Call connects to addr with the TLS identity name from pkiDir and returns
-// what call returns; call's context ends after [Wait]. The connection is
-// closed before Call returns.
-func Call(t testing.TB, pkiDir, name, addr string, call func(context.Context, *grpc.ClientConn) error) error {
+// Call connects to addr as the TLS identity name of the PKI under root,
+// requiring the server's role, and returns what call returns; call's
+// context ends after [Wait]. The connection is closed before Call returns.
+func Call(t testing.TB, root, name string, server pki.Role, addr string, call func(context.Context, *grpc.ClientConn) error) error {
 	t.Helper()
-	tlsCfg, err := pki.ClientTLS(pkiDir, name)
+	tlsCfg, err := pki.ClientTLS(pki.IdentityDir(root, name), name, pki.Expect{Role: server})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,13 +159,14 @@ type Answer struct {
 	Message  string
 }
 
-// CallAll makes one call to addr per answer, as the answer's identity (see
-// [Call]), and reports every status that differs from the answer; every
-// answer is checked, not just up to the first difference.
-func CallAll(t testing.TB, pkiDir, addr string, answers []Answer, call func(ctx context.Context, conn *grpc.ClientConn, identity string) error) {
+// CallAll makes one call to addr (whose server must carry role server) per
+// answer, as the answer's identity (see [Call]), and reports every status
+// that differs from the answer; every answer is checked, not just up to
+// the first difference.
+func CallAll(t testing.TB, root string, server pki.Role, addr string, answers []Answer, call func(ctx context.Context, conn *grpc.ClientConn, identity string) error) {
 	t.Helper()
 	for _, a := range answers {
-		st := status.Convert(Call(t, pkiDir, a.Identity, addr, func(ctx context.Context, conn *grpc.ClientConn) error {
+		st := status.Convert(Call(t, root, a.Identity, server, addr, func(ctx context.Context, conn *grpc.ClientConn) error {
 			return call(ctx, conn, a.Identity)
 		}))
 		if st.Code() != a.Code || (a.Code != codes.OK && st.Message() != a.Message) {

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+
+	"path/filepath"
+
+	"github.com/ambitkernel/ambit/kernel/store"
+)
+
+func TestWritableProbe(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kernel.db")
+	st, err := store.Open(ctx, path, store.DurabilityFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+
+	probe, closeProbe, err := writableProbe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProbe()
+	if err := probe(ctx); err != nil {
+		t.Errorf("probe of a writable database: %v", err)
+	}
+
+	// A writer holding the lock: the database is being written, so it
+	// takes writes.
+	holder, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	conn, err := holder.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(ctx); err != nil {
+		t.Errorf("probe while another writer holds the lock: %v", err)
+	}
+	_, _ = conn.ExecContext(ctx, "ROLLBACK")
+	_ = conn.Close()
+
+	// The same file opened read-only, as on a read-only mount: the
+	// probe fails (file permissions do not stop root, so the test asks
+	// SQLite for a read-only connection).
+	ro, closeRO, err := writableProbeDSN(path, "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRO()
+	if err := ro(ctx); err == nil || !strings.Contains(err.Error(), "does not take writes") {
+		t.Errorf("probe of a read-only database = %v, want it refused", err)
+	}
+}
