@@ -99,10 +99,14 @@ func (d *Decision) Allowed() bool {
 
 // Review reports a REVIEW; ApprovalId names the approval when one can
 // settle it.
-func (d *Decision) Review() bool { return d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_REVIEW }
+func (d *Decision) Review() bool {
+	return d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_REVIEW
+}
 
 // Denied reports a DENY.
-func (d *Decision) Denied() bool { return d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_DENY }
+func (d *Decision) Denied() bool {
+	return d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_DENY
+}
 
 // Codes are the reasons' codes, e.g. "AMOUNT_EXCEEDS_HARD_LIMIT" (a failed
 // constraint as "CONSTRAINT_VIOLATED:<its code>").

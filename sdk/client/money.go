@@ -16,7 +16,9 @@ type MoneyArg struct {
 
 // Money is an amount as an argument: integer minor units of an ISO 4217
 // currency, e.g. Money("GBP", 1740) for GBP 17.40.
-func Money(currency string, minor int64) MoneyArg { return MoneyArg{CurrencyCode: currency, MinorUnits: minor} }
+func Money(currency string, minor int64) MoneyArg {
+	return MoneyArg{CurrencyCode: currency, MinorUnits: minor}
+}
 
 // ParseMoney reads an amount written for people — "GBP 17.40", "17.40 GBP"
 // or "JPY 500" — exactly, without floating point. More decimals than the
