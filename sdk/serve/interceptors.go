@@ -44,26 +44,28 @@ func Caller(ctx context.Context) (pki.Identity, bool) {
 // the outside in: the caller's extra interceptors (metrics), one log line
 // per call (go-grpc-middleware logging), panic recovery (go-grpc-middleware
 // recovery; inside the log line so that it records the Internal answer),
-// authorisation, and error hygiene (innermost, so it sees the handler's
+// authorisation, request validation against the .proto limits, and error
+// hygiene (innermost, so it sees the handler's
 // own error).
 type interceptors struct {
 	log      *zap.Logger
 	policy   Policy
 	failures *decodeFailures
+	valid    *validator
 }
 
 func (ic *interceptors) unary(extra []grpc.UnaryServerInterceptor) []grpc.UnaryServerInterceptor {
 	return append(append([]grpc.UnaryServerInterceptor(nil), extra...),
 		logging.UnaryServerInterceptor(callLogger(ic.log), logOptions()...),
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(ic.recovered)),
-		ic.authUnary, ic.errorsUnary)
+		ic.authUnary, ic.valid.unary, ic.errorsUnary)
 }
 
 func (ic *interceptors) stream(extra []grpc.StreamServerInterceptor) []grpc.StreamServerInterceptor {
 	return append(append([]grpc.StreamServerInterceptor(nil), extra...),
 		logging.StreamServerInterceptor(callLogger(ic.log), logOptions()...),
 		recovery.StreamServerInterceptor(recovery.WithRecoveryHandlerContext(ic.recovered)),
-		ic.authStream, ic.errorsStream)
+		ic.authStream, ic.valid.stream, ic.errorsStream)
 }
 
 // recovered logs a handler's panic, with the stack of the panicking

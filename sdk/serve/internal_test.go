@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -454,5 +456,39 @@ func TestNewServerPanics(t *testing.T) {
 			}()
 			NewServer(tt.log, tt.cfg, Policy{})
 		})
+	}
+}
+
+// TestValidatorRefusesOverLimits: a request outside the limits its .proto
+// declares is InvalidArgument naming every violated field, with the
+// INVALID_REQUEST reason; a request within them passes.
+func TestValidatorRefusesOverLimits(t *testing.T) {
+	val, err := newValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := make([]string, 17)
+	for i := range facts {
+		facts[i] = "capabilities"
+	}
+	err = val.check(&agentv1.GetSelfViewRequest{TaskId: "", Facts: facts})
+	st, _ := status.FromError(err)
+	if st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "task_id") || !strings.Contains(st.Message(), "facts") {
+		t.Fatalf("check = %v, want InvalidArgument naming task_id and facts", err)
+	}
+	var reason string
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			reason = info.GetReason()
+		}
+	}
+	if reason != "ERROR_REASON_INVALID_REQUEST" {
+		t.Errorf("reason = %q", reason)
+	}
+	if err := val.check(&agentv1.GetSelfViewRequest{TaskId: "t", Facts: []string{"expiry"}}); err != nil {
+		t.Errorf("a request within the limits: %v", err)
+	}
+	if err := val.check("not a message"); err != nil {
+		t.Errorf("a non-message: %v", err)
 	}
 }

@@ -110,7 +110,11 @@ func NewServer(log *zap.Logger, tlsCfg *tls.Config, policy Policy, opts ...Optio
 		opt(&o)
 	}
 	failures := &decodeFailures{}
-	ic := &interceptors{log: log, policy: policy, failures: failures}
+	valid, err := newValidator()
+	if err != nil {
+		panic("serve: NewServer: request validator: " + err.Error())
+	}
+	ic := &interceptors{log: log, policy: policy, failures: failures, valid: valid}
 	serverOpts := []grpc.ServerOption{
 		grpc.Creds(credentials.NewTLS(tlsCfg)),
 		grpc.ForceServerCodecV2(newCodec(failures)),
