@@ -121,6 +121,8 @@ func (c *classifier) evaluate(r *record) Result {
 
 	if it.GetProvenanceRef() == "" {
 		unknown = append(unknown, "provenance_ref is empty: nothing leads back to a reviewable source")
+	} else if why := c.s.unresolvable(it); why != "" {
+		unknown = append(unknown, why)
 	}
 	if it.GetSourceOrigin() == ledgerv1.SourceOrigin_SOURCE_ORIGIN_UNSPECIFIED {
 		unknown = append(unknown, "source_origin is unspecified")

@@ -77,6 +77,29 @@ func TestLedgerRules(t *testing.T) {
 			want: map[string]ledgerv1.CanonClass{},
 		},
 
+		// §6 provenance before promotion: a reference must resolve.
+		{
+			name: "free-text provenance is unknown and cannot be promoted",
+			steps: []step{
+				ok(propose(0, owner, policy("POL-1", text, func(it *ledgerv1.CanonItem) { it.ProvenanceRef = "trust me, it is fine" }))),
+				refused(promote(1, owner, "POL-1"), canon.ErrMissingProvenance),
+			},
+			want:       map[string]ledgerv1.CanonClass{"POL-1": unknown},
+			wantReason: map[string]string{"POL-1": "not a reference"},
+		},
+		{
+			name: "an item reference must name another item of the ledger",
+			steps: []step{
+				ok(propose(0, owner, policy("POL-1", text))),
+				ok(propose(1, owner, policy("POL-2", text+" (copy)", func(it *ledgerv1.CanonItem) { it.ProvenanceRef = "item:POL-1" }))),
+				ok(propose(2, owner, policy("POL-3", text+" (orphan)", func(it *ledgerv1.CanonItem) { it.ProvenanceRef = "item:POL-404" }))),
+				ok(promote(3, owner, "POL-2")),
+				refused(promote(4, owner, "POL-3"), canon.ErrMissingProvenance),
+			},
+			want:       map[string]ledgerv1.CanonClass{"POL-1": provisional, "POL-2": canonical, "POL-3": unknown},
+			wantReason: map[string]string{"POL-3": "names no other item"},
+		},
+
 		// §5 origin is not authority.
 		{
 			name: "tool output without delegated authority is external even when approved",

@@ -2,7 +2,9 @@ package canon
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
@@ -307,6 +309,8 @@ func (s *State) promote(t Transition, auth Authorities) error {
 		return fmt.Errorf("item %q: actor %q holds no promotion authority for %s: %w", t.ItemID, t.Actor, it.GetScope(), ErrNotAuthorised)
 	case it.GetProvenanceRef() == "":
 		return fmt.Errorf("item %q: no provenance_ref to review: %w", t.ItemID, ErrMissingProvenance)
+	case s.unresolvable(it) != "":
+		return fmt.Errorf("item %q: %s: %w", t.ItemID, s.unresolvable(it), ErrMissingProvenance)
 	case it.GetConflictState() == ledgerv1.ConflictState_CONFLICT_STATE_UNRESOLVED:
 		return fmt.Errorf("item %q conflicts with %q: %w", t.ItemID, it.GetConflictsWith(), ErrUnresolvedConflict)
 	case it.GetPromotionState() == ledgerv1.PromotionState_PROMOTION_STATE_APPROVED:
@@ -462,4 +466,26 @@ func Replay(ts []Transition, until time.Time, auth Authorities) (*State, error) 
 		}
 	}
 	return s, nil
+}
+
+// provenanceRE is the shape of a reference a reviewer can follow: a
+// scheme naming where to look and a locator without spaces, e.g.
+// "policy-repo:contracts/refund.yaml@4f2c9e1" or "item:POL-2026-09".
+var provenanceRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:[^\s]+$`)
+
+// unresolvable says why an item's provenance_ref does not lead back to a
+// reviewable source or transition ("" when it does): free text is not a
+// reference, and an "item:" reference must name another item of this
+// ledger (seed 000: missing or unresolvable provenance is UNKNOWN).
+func (s *State) unresolvable(it *ledgerv1.CanonItem) string {
+	ref := it.GetProvenanceRef()
+	if !provenanceRE.MatchString(ref) {
+		return fmt.Sprintf("provenance_ref %q is not a reference (scheme:locator) a reviewer can follow", ref)
+	}
+	if id, ok := strings.CutPrefix(ref, "item:"); ok {
+		if _, found := s.records[id]; !found || id == it.GetCanonItemId() {
+			return fmt.Sprintf("provenance_ref %q names no other item of the ledger", ref)
+		}
+	}
+	return ""
 }
