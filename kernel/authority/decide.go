@@ -152,7 +152,7 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 			Agent:          p.Agent,
 			ContractItemId: b.itemID,
 			ContractHash:   b.hash,
-			LedgerHead:     head,
+			LedgerHead:     head.String(),
 			Action:         p.Action,
 			Facts:          contract.FactsProto(&facts),
 			Decision:       out.Decision,

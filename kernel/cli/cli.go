@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // ErrUsage marks a command line that could not be understood.
@@ -111,4 +116,19 @@ func checkFormat(format string) error {
 		return fmt.Errorf("%w: --format must be text or json, got %q", ErrUsage, format)
 	}
 	return nil
+}
+
+// protoJSON renders m as indented JSON with proto field names. protojson
+// varies its spacing between builds on purpose; re-indenting makes the
+// output stable, so golden files and scripts can rely on it.
+func protoJSON(m proto.Message) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

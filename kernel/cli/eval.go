@@ -7,7 +7,6 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 func runEval(_ context.Context, env *Env, args []string) error {
@@ -51,7 +50,7 @@ func runEval(_ context.Context, env *Env, args []string) error {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
 	}
 	if *format == "json" {
-		out, err := protojson.MarshalOptions{UseProtoNames: true, Multiline: true}.Marshal(contract.DecisionProto(&d))
+		out, err := protoJSON(contract.DecisionProto(&d))
 		if err != nil {
 			return err
 		}

@@ -96,12 +96,13 @@ func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	var r journal.Report
+	var head string
 	if *db != "" {
-		entries, err := readJournal(ctx, *db)
-		if err != nil {
+		var err error
+		if r, err = verifyDB(ctx, *db, nil); err != nil {
 			return err
 		}
-		r = journal.Verify(entries)
+		head = r.Head.String()
 	} else {
 		var resp *kernelv1.VerifyLogResponse
 		err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
@@ -111,24 +112,26 @@ func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("verify log: %w", err)
 		}
-		r = journal.Report{OK: resp.GetOk(), Entries: resp.GetEntries(), FirstBad: resp.GetFirstBadSeq(), Problem: resp.GetProblem(), Head: resp.GetHead()}
+		r = journal.Report{OK: resp.GetOk(), Entries: resp.GetEntries(), FirstBad: resp.GetFirstBadSeq(), Problem: resp.GetProblem()}
+		head = resp.GetHead()
 	}
 	if !r.OK {
 		fmt.Fprintf(env.Stdout, "FAIL  entry %d: %s\n", r.FirstBad, r.Problem)
 		return ErrFailed
 	}
-	fmt.Fprintf(env.Stdout, "OK  %d entries, head %s\n", r.Entries, r.Head)
+	fmt.Fprintf(env.Stdout, "OK  %d entries, head %s\n", r.Entries, head)
 	return nil
 }
 
-// readJournal opens a kernel database read-only and reads its journal.
-func readJournal(ctx context.Context, path string) ([]journal.Entry, error) {
+// verifyDB opens a kernel database read-only and streams its journal
+// through journal.Verify.
+func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (journal.Report, error) {
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer db.Close()
-	return journal.Read(ctx, db, 0, 0)
+	return journal.Verify(ctx, db, trusted)
 }
 
 func runLedgerAt(ctx context.Context, env *Env, args []string) error {

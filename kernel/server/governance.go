@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
@@ -183,7 +184,7 @@ func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesR
 	for _, e := range entries {
 		out.Entries = append(out.Entries, &ledgerv1.Entry{
 			Seq: e.Seq, RecordedAt: timestamppb.New(e.At), Kind: e.Kind, Ref: e.Ref,
-			Body: e.Body, PrevHash: e.PrevHash, Hash: e.Hash,
+			Body: e.Body, Hash: hex.EncodeToString(e.LeafHash),
 		})
 	}
 	return out, nil
@@ -191,9 +192,9 @@ func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesR
 
 // VerifyLog verifies the journal's chain.
 func (s *Governance) VerifyLog(ctx context.Context, _ *kernelv1.VerifyLogRequest) (*kernelv1.VerifyLogResponse, error) {
-	r, err := s.K.VerifyLog(ctx)
+	r, err := s.K.VerifyLog(ctx, nil)
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.VerifyLogResponse{Ok: r.OK, Entries: r.Entries, FirstBadSeq: r.FirstBad, Problem: r.Problem, Head: r.Head}, nil
+	return &kernelv1.VerifyLogResponse{Ok: r.OK, Entries: r.Entries, FirstBadSeq: r.FirstBad, Problem: r.Problem, Head: r.Head.String()}, nil
 }
