@@ -6,8 +6,10 @@ require (
 	github.com/ambitkernel/ambit/proto v0.0.0
 	github.com/ambitkernel/ambit/sdk v0.0.0
 	github.com/google/go-cmp v0.7.0
+	github.com/transparency-dev/formats v0.1.1
 	github.com/transparency-dev/merkle v0.0.2
 	go.uber.org/zap v1.28.0
+	golang.org/x/mod v0.42.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
