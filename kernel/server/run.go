@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -77,6 +78,10 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	checkpoints, err := openLog(ctx, &cfg, st, signKey, log)
+	if err != nil {
+		return err
+	}
 	k, err := authority.New(ctx, authority.Options{
 		Store:         st,
 		Signer:        envelope.NewSigner(cfg.Identity, signKey),
@@ -102,7 +107,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	adapterSrv := serve.NewServer(log.With(zap.String("listener", "adapter")), tlsCfg, AdapterPolicy())
 	kernelv1.RegisterAdapterServiceServer(adapterSrv.GRPC, &Adapter{K: k})
 	govSrv := serve.NewServer(log.With(zap.String("listener", "governance")), tlsCfg, GovernancePolicy())
-	kernelv1.RegisterGovernanceServiceServer(govSrv.GRPC, &Governance{K: k})
+	kernelv1.RegisterGovernanceServiceServer(govSrv.GRPC, &Governance{K: k, Store: st, Checkpoints: checkpoints})
 	for _, s := range []*serve.Server{agentSrv, adapterSrv, govSrv} {
 		if err := s.CheckPolicy(); err != nil {
 			return err
@@ -116,9 +121,16 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}
 	}
-	return serve.Run(ctx, log, cfg.ShutdownGrace.D(10*time.Second), ready,
+	// Checkpoints are published until the listeners have stopped, then
+	// once more, so that the last checkpoint holds every entry.
+	publishing, stopPublishing := context.WithCancel(context.WithoutCancel(ctx))
+	published := make(chan error, 1)
+	go func() { published <- checkpoints.Run(publishing) }()
+	err = serve.Run(ctx, log, cfg.ShutdownGrace.D(10*time.Second), ready,
 		serve.Listener{Name: "agent", Addr: cfg.Listen.Agent, Server: agentSrv},
 		serve.Listener{Name: "adapter", Addr: cfg.Listen.Adapter, Server: adapterSrv},
 		serve.Listener{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
 	)
+	stopPublishing()
+	return errors.Join(err, <-published)
 }
