@@ -42,8 +42,13 @@ func commands() map[string]command {
 		"reject":        {"reject a pending approval as a governance identity", runReject},
 		"approvals":     {"list pending approvals", runApprovals},
 		"ledger check":  {"run the authority-ledger fixtures (the shipped ones, or those in DIR)", runLedgerCheck},
-		"ledger verify": {"verify the kernel's tamper-evident log and name the first bad entry", runLedgerVerify},
+		"ledger verify": {"verify the kernel's log (against checkpoints: --db --checkpoint) and name the first bad entry", runLedgerVerify},
 		"ledger at":     {"list every canon item's class as it was at TIME (RFC 3339)", runLedgerAt},
+
+		// The verifiable log, offline and with a witness.
+		"receipt export": {"fetch a receipt from the kernel as a bundle that verifies offline", runReceiptExport},
+		"receipt verify": {"verify a receipt bundle offline: signatures, checkpoint and inclusion proof", runReceiptVerify},
+		"witness":        {"check that the kernel's latest checkpoint extends the last one this witness kept", runWitness},
 	}
 }
 

@@ -111,7 +111,11 @@ func Verify(ctx context.Context, q Querier, trusted []TreeHead) (Report, error) 
 	}
 	if v.next < len(v.heads) {
 		s := int64(v.heads[len(v.heads)-1].Size) // the largest
-		return v.bad(v.entries+1, s, "the journal ends at entry %d, but a checkpoint covers %d entries: entries %d..%d were removed", v.entries, s, v.entries+1, s), nil
+		removed := fmt.Sprintf("entries %d..%d were", v.entries+1, s)
+		if v.entries+1 == s {
+			removed = fmt.Sprintf("entry %d was", s)
+		}
+		return v.bad(v.entries+1, s, "the journal ends at entry %d, but a checkpoint covers %d entries: %s removed", v.entries, s, removed), nil
 	}
 	return Report{OK: true, Entries: v.entries, Head: TreeHead{Size: uint64(v.entries), Root: v.root()}, Matched: v.count}, nil
 }

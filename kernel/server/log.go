@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	"github.com/ambitkernel/ambit/kernel/store"
@@ -29,26 +30,21 @@ func openLog(ctx context.Context, cfg *Config, st *store.Store, key ed25519.Priv
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrJournal, err)
 	}
-	var trusted []checkpoint.Checkpoint
-	if ok {
-		trusted = append(trusted, latest)
-	} else if st.JournalSize() > 0 {
+	if !ok && st.JournalSize() > 0 {
 		log.Warn("no checkpoint in the checkpoint directory: the journal is checked against itself only", zap.String("dir", string(dir)))
+	}
+	// The older checkpoints narrow down where a bad journal went wrong.
+	trusted, err := dir.All(signer.Verifier())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJournal, err)
 	}
 	r, err := st.VerifyJournal(ctx, checkpoint.Heads(trusted))
 	if err != nil {
 		return nil, err
 	}
 	if !r.OK {
-		where := fmt.Sprintf("entry %d", r.FirstBad)
-		if r.LastBad > r.FirstBad {
-			where = fmt.Sprintf("entries %d..%d", r.FirstBad, r.LastBad)
-		}
-		against := "itself"
-		if ok {
-			against = fmt.Sprintf("checkpoint %s (size %d)", string(dir)+"/"+checkpoint.Latest, latest.Head.Size)
-		}
-		return nil, fmt.Errorf("%w: %s against %s: %s: %s; refusing to start", ErrJournal, cfg.Database, against, where, r.Problem)
+		return nil, fmt.Errorf("%w (%s, size %d): %s: %s; refusing to start",
+			ErrJournal, filepath.Join(string(dir), checkpoint.Latest), latest.Head.Size, cfg.Database, r.Problem)
 	}
 	log.Info("journal verified", zap.Int64("entries", r.Entries), zap.Int("checkpoints", r.Matched), zap.String("root", r.Head.String()))
 	return checkpoint.NewPublisher(checkpoint.Options{

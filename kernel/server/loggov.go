@@ -31,9 +31,10 @@ func (s *Governance) VerifyLog(ctx context.Context, _ *kernelv1.VerifyLogRequest
 	return out, nil
 }
 
-// GetCheckpoint returns the latest signed checkpoint.
+// GetCheckpoint returns the latest checkpoint, signed first when entries
+// were appended since the last one.
 func (s *Governance) GetCheckpoint(ctx context.Context, _ *kernelv1.GetCheckpointRequest) (*kernelv1.GetCheckpointResponse, error) {
-	cp, err := s.Checkpoints.Covering(ctx, 0)
+	cp, err := s.Checkpoints.Covering(ctx, s.Store.JournalSize())
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (s *Governance) GetCheckpoint(ctx context.Context, _ *kernelv1.GetCheckpoin
 
 // GetInclusionProof proves an entry's inclusion in a checkpoint's tree.
 func (s *Governance) GetInclusionProof(ctx context.Context, req *kernelv1.GetInclusionProofRequest) (*kernelv1.GetInclusionProofResponse, error) {
-	cp, size, err := s.tree(ctx, req.GetTreeSize(), req.GetLeafIndex()+1)
+	cp, size, err := s.tree(ctx, req.GetTreeSize())
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (s *Governance) GetInclusionProof(ctx context.Context, req *kernelv1.GetInc
 // GetConsistencyProof proves that a smaller tree is a prefix of a
 // checkpoint's.
 func (s *Governance) GetConsistencyProof(ctx context.Context, req *kernelv1.GetConsistencyProofRequest) (*kernelv1.GetConsistencyProofResponse, error) {
-	cp, size, err := s.tree(ctx, req.GetToSize(), 0)
+	cp, size, err := s.tree(ctx, req.GetToSize())
 	if err != nil {
 		return nil, err
 	}
@@ -79,12 +80,12 @@ func (s *Governance) GetConsistencyProof(ctx context.Context, req *kernelv1.GetC
 	}, nil
 }
 
-// tree resolves a requested tree size: 0 is the latest checkpoint's (one
-// holding at least least entries); another size is checked against the
-// log, with its checkpoint when the kernel signed one.
-func (s *Governance) tree(ctx context.Context, size, least uint64) (*logv1.Checkpoint, uint64, error) {
+// tree resolves a requested tree size: 0 is the latest checkpoint's,
+// signed first when entries were appended since; another size is checked
+// against the log, with its checkpoint when the kernel signed one.
+func (s *Governance) tree(ctx context.Context, size uint64) (*logv1.Checkpoint, uint64, error) {
 	if size == 0 {
-		cp, err := s.Checkpoints.Covering(ctx, least)
+		cp, err := s.Checkpoints.Covering(ctx, s.Store.JournalSize())
 		if err != nil {
 			return nil, 0, logStatus(err)
 		}

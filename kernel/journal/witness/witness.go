@@ -76,6 +76,12 @@ func Open(dir, vkey string) (*Witness, error) {
 	return &Witness{dir: checkpoint.Dir(dir), v: v}, nil
 }
 
+// Pinned reports whether the witness folder dir has pinned a log key.
+func Pinned(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, vkeyFile))
+	return err == nil
+}
+
 // Verifier checks the log's checkpoints.
 func (w *Witness) Verifier() note.Verifier { return w.v }
 

@@ -1555,8 +1555,8 @@ type GetInclusionProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The entry's leaf index (its position minus one).
 	LeafIndex uint64 `protobuf:"varint,1,opt,name=leaf_index,json=leafIndex,proto3" json:"leaf_index,omitempty"`
-	// The tree to prove it in; 0 means the latest checkpoint's, and the kernel
-	// signs a new checkpoint first when the latest does not hold the entry.
+	// The tree to prove it in; 0 means the latest checkpoint's, signed first
+	// when entries were appended since the last.
 	TreeSize      uint64 `protobuf:"varint,2,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1666,7 +1666,8 @@ type GetConsistencyProofRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The smaller size, e.g. the last checkpoint a witness saw.
 	FromSize uint64 `protobuf:"varint,1,opt,name=from_size,json=fromSize,proto3" json:"from_size,omitempty"`
-	// The larger size; 0 means the latest checkpoint's.
+	// The larger size; 0 means the latest checkpoint's, signed first when
+	// entries were appended since the last.
 	ToSize        uint64 `protobuf:"varint,2,opt,name=to_size,json=toSize,proto3" json:"to_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -81,7 +81,8 @@ type GovernanceServiceClient interface {
 	// hashes and the kernel's signed checkpoints, and names the first bad entry
 	// (or the narrowest window of entries it can prove it in).
 	VerifyLog(ctx context.Context, in *VerifyLogRequest, opts ...grpc.CallOption) (*VerifyLogResponse, error)
-	// GetCheckpoint returns the kernel's latest signed checkpoint.
+	// GetCheckpoint returns the kernel's latest signed checkpoint, signing one
+	// first when entries were appended since the last.
 	GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (*GetCheckpointResponse, error)
 	// GetInclusionProof proves that a log entry is in the tree of a checkpoint.
 	// A tree size beyond the log is InvalidArgument.
@@ -307,7 +308,8 @@ type GovernanceServiceServer interface {
 	// hashes and the kernel's signed checkpoints, and names the first bad entry
 	// (or the narrowest window of entries it can prove it in).
 	VerifyLog(context.Context, *VerifyLogRequest) (*VerifyLogResponse, error)
-	// GetCheckpoint returns the kernel's latest signed checkpoint.
+	// GetCheckpoint returns the kernel's latest signed checkpoint, signing one
+	// first when entries were appended since the last.
 	GetCheckpoint(context.Context, *GetCheckpointRequest) (*GetCheckpointResponse, error)
 	// GetInclusionProof proves that a log entry is in the tree of a checkpoint.
 	// A tree size beyond the log is InvalidArgument.
