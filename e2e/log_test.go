@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,12 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal/bundle"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
+	merkleproof "github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	_ "modernc.org/sqlite"
 )
 
@@ -77,6 +84,44 @@ func TestReceiptBundle(t *testing.T) {
 	}
 	if out, err := ambitctl(t, "receipt", "export", "no-such-receipt", "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance", "--out", evPath); err == nil || !strings.Contains(out, "NotFound") {
 		t.Errorf("export of an unknown receipt: %v\n%s", err, out)
+	}
+
+	// The same proof through the API, against the latest checkpoint, and
+	// a consistency proof from an earlier size.
+	ctx := testCtx(t)
+	var b logv1.ReceiptBundle
+	raw, err := os.ReadFile(bundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: b.GetLeafIndex()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpNow := ip.GetCheckpoint()
+	leaf, err := hex.DecodeString(b.GetEntry().GetHash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := merkleproof.VerifyInclusion(journal.Hasher, b.GetLeafIndex(), cpNow.GetSize(), leaf, ip.GetProof().GetHashes(), cpNow.GetRootHash()); err != nil {
+		t.Errorf("inclusion proof from the API: %v", err)
+	}
+	cons, err := k.Governance.GetConsistencyProof(ctx, &kernelv1.GetConsistencyProofRequest{FromSize: b.GetInclusion().GetTreeSize(), ToSize: cpNow.GetSize()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundleCP checkpoint.Checkpoint
+	if bundleCP, err = checkpoint.Open(b.GetCheckpoint(), mustVerifier(t, c, b.GetCheckpoint())); err != nil {
+		t.Fatal(err)
+	}
+	if err := merkleproof.VerifyConsistency(journal.Hasher, bundleCP.Head.Size, cpNow.GetSize(), cons.GetProof().GetHashes(), bundleCP.Head.Root, cpNow.GetRootHash()); err != nil {
+		t.Errorf("consistency proof from the API: %v", err)
+	}
+	if _, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: 0, TreeSize: cpNow.GetSize() + 1000}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a proof beyond the log: %v, want InvalidArgument", err)
 	}
 
 	// Every byte of the exported bundle matters, and of its checkpoint.
@@ -139,6 +184,20 @@ func TestReceiptBundle(t *testing.T) {
 	if out, err := verify(bundlePath, "--checkpoint", cpPath); err != nil {
 		t.Errorf("restored files: %v\n%s", err, out)
 	}
+}
+
+func mustVerifier(t *testing.T, c *cluster.Cluster, signed []byte) note.Verifier {
+	t.Helper()
+	keys, err := c.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin, _, _ := strings.Cut(string(signed), "\n")
+	v, err := checkpoint.NewVerifier(origin, keys["kernel"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 var badRange = regexp.MustCompile(`^FAIL  entr(?:y (\d+)|ies (\d+)\.\.(\d+)):`)
