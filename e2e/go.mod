@@ -7,7 +7,9 @@ require (
 	github.com/ambitkernel/ambit/kernel v0.0.0
 	github.com/ambitkernel/ambit/proto v0.0.0
 	github.com/ambitkernel/ambit/sdk v0.0.0
+	github.com/transparency-dev/merkle v0.0.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/mod v0.42.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.62.0
@@ -23,6 +25,7 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	github.com/transparency-dev/formats v0.1.1 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect

@@ -67,7 +67,7 @@ func TestConcurrentSubmitGrantsOnce(t *testing.T) {
 	if len(list) != 1 {
 		t.Errorf("%d commitments stored, want 1", len(list))
 	}
-	if rep, err := w.k.VerifyLog(w.ctx); err != nil || !rep.OK {
+	if rep, err := w.k.VerifyLog(w.ctx, nil); err != nil || !rep.OK {
 		t.Errorf("VerifyLog = %+v, %v", rep, err)
 	}
 }

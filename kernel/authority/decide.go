@@ -226,7 +226,7 @@ func (k *Kernel) persist(tx *store.Tx, p *Proposal, call *toolcall.Call, g *gath
 		Agent:          p.Agent,
 		ContractItemId: g.b.itemID,
 		ContractHash:   g.b.hash,
-		LedgerHead:     head,
+		LedgerHead:     head.String(),
 		Call:           canonicalCall(call),
 		Facts:          contract.FactsProto(facts),
 		Decision:       out.Decision,

@@ -169,14 +169,15 @@ func (k *Kernel) transition(ctx context.Context, id string, then func(*store.Tx,
 }
 
 // Items lists every canon item with its class now (at zero) or as the
-// ledger stood at a past instant, and the journal head it was read from.
+// ledger stood at a past instant, and the root hash of the journal it was
+// read from.
 func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, string, error) {
 	head, err := k.store.Head(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	if at.IsZero() {
-		return k.ledger.all(), head, nil
+		return k.ledger.all(), head.String(), nil
 	}
 	entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
 	if err != nil {
@@ -186,7 +187,7 @@ func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, s
 	if err != nil {
 		return nil, "", err
 	}
-	return canon.ClassifyAll(st, k.auth), head, nil
+	return canon.ClassifyAll(st, k.auth), head.String(), nil
 }
 
 // BindTask binds a task to a contract item and the one agent that acts on
@@ -314,11 +315,12 @@ func (k *Kernel) Entries(ctx context.Context, after int64, limit int) ([]journal
 	return k.store.Entries(ctx, after, limit)
 }
 
-// VerifyLog recomputes the whole journal's hash chain.
-func (k *Kernel) VerifyLog(ctx context.Context) (journal.Report, error) {
-	entries, err := k.store.Entries(ctx, 0, 0)
-	if err != nil {
-		return journal.Report{}, err
-	}
-	return journal.Verify(entries), nil
+// VerifyLog recomputes the journal's Merkle tree and checks it against
+// itself and the trusted tree heads (the kernel's signed checkpoints).
+func (k *Kernel) VerifyLog(ctx context.Context, trusted []journal.TreeHead) (journal.Report, error) {
+	return k.store.VerifyJournal(ctx, trusted)
 }
+
+// ReceiptKinds are the journal kinds whose body is a signed envelope, with
+// the receipt's identifier as the entry's ref.
+var ReceiptKinds = []string{"evidence", "decision", "capability", "effect", "readback"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
+	"github.com/transparency-dev/merkle/compact"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -417,6 +419,21 @@ func flip(env *receiptv1.Envelope) *receiptv1.Envelope {
 }
 
 type journalEntry = journal.Entry
+
+// rootOf is the hex root hash of the tree over es.
+func rootOf(es []journal.Entry) string {
+	rng := (&compact.RangeFactory{Hash: journal.Hasher.HashChildren}).NewEmptyRange(0)
+	for i := range es {
+		if err := rng.Append(journal.LeafHash(&es[i]), nil); err != nil {
+			panic(err)
+		}
+	}
+	root, _ := rng.GetRootHash(nil)
+	if len(es) == 0 {
+		root = journal.EmptyRoot()
+	}
+	return hex.EncodeToString(root)
+}
 
 func timestampAt(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/ambitkernel/ambit/sdk/version"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // ErrUsage marks a command line that could not be understood.
@@ -39,8 +43,13 @@ func commands() map[string]command {
 		"reject":        {"reject a pending approval as a governance identity", runReject},
 		"approvals":     {"list pending approvals", runApprovals},
 		"ledger check":  {"run the authority-ledger fixtures (the shipped ones, or those in DIR)", runLedgerCheck},
-		"ledger verify": {"verify the kernel's tamper-evident log and name the first bad entry", runLedgerVerify},
+		"ledger verify": {"verify the kernel's log (against checkpoints: --db --checkpoint) and name the first bad entry", runLedgerVerify},
 		"ledger at":     {"list every canon item's class as it was at TIME (RFC 3339)", runLedgerAt},
+
+		// The verifiable log, offline and with a witness.
+		"receipt export": {"fetch a receipt from the kernel as a bundle that verifies offline", runReceiptExport},
+		"receipt verify": {"verify a receipt bundle offline: signatures, checkpoint and inclusion proof", runReceiptVerify},
+		"witness":        {"check that the kernel's latest checkpoint extends the last one this witness kept", runWitness},
 	}
 }
 
@@ -117,4 +126,19 @@ func checkFormat(format string) error {
 		return fmt.Errorf("%w: --format must be text or json, got %q", ErrUsage, format)
 	}
 	return nil
+}
+
+// protoJSON renders m as indented JSON with proto field names. protojson
+// varies its spacing between builds on purpose; re-indenting makes the
+// output stable, so golden files and scripts can rely on it.
+func protoJSON(m proto.Message) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/ambitkernel/ambit/kernel/derive"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // runEval evaluates in a goroutine of its own so that an interrupt
@@ -81,18 +79,11 @@ func evalOnce(env *Env, args []string) error {
 		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
 	}
 	if *format == "json" {
-		out, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(contract.DecisionProto(&d))
+		out, err := protoJSON(contract.DecisionProto(&d))
 		if err != nil {
 			return err
 		}
-		// protojson varies its whitespace from build to build on purpose;
-		// indenting it here keeps the output stable for scripts and
-		// golden files.
-		var indented bytes.Buffer
-		if err := json.Indent(&indented, out, "", "  "); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(env.Stdout, indented.String())
+		_, err = fmt.Fprintln(env.Stdout, string(out))
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", d.Outcome)

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // read a stopped kernel's log
@@ -91,44 +95,98 @@ func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "ledger verify")
 	var g govFlags
 	g.register(fs)
+	var k keyFlags
+	k.register(fs, &g.pkiDir)
 	db := fs.String("db", "", "verify this kernel database file directly (the kernel may be stopped) instead of asking --kernel")
+	cp := fs.String("checkpoint", "", "with --db: a checkpoint file, or a checkpoint directory whose every checkpoint narrows down a bad entry")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	var r journal.Report
-	if *db != "" {
-		entries, err := readJournal(ctx, *db)
-		if err != nil {
+	if *db == "" {
+		if *cp != "" {
+			return fmt.Errorf("%w: --checkpoint needs --db (a running kernel checks its own checkpoints)", ErrUsage)
+		}
+		return verifyRemote(ctx, env, &g)
+	}
+	var cps []checkpoint.Checkpoint
+	if *cp != "" {
+		var err error
+		if cps, err = loadCheckpoints(*cp, &k); err != nil {
 			return err
 		}
-		r = journal.Verify(entries)
-	} else {
-		var resp *kernelv1.VerifyLogResponse
-		err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-			resp, err = c.VerifyLog(ctx, &kernelv1.VerifyLogRequest{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("verify log: %w", err)
-		}
-		r = journal.Report{OK: resp.GetOk(), Entries: resp.GetEntries(), FirstBad: resp.GetFirstBadSeq(), Problem: resp.GetProblem(), Head: resp.GetHead()}
+	}
+	r, err := verifyDB(ctx, *db, checkpoint.Heads(cps))
+	if err != nil {
+		return err
 	}
 	if !r.OK {
-		fmt.Fprintf(env.Stdout, "FAIL  entry %d: %s\n", r.FirstBad, r.Problem)
+		printBad(env, r.FirstBad, r.LastBad, r.Problem)
 		return ErrFailed
 	}
-	fmt.Fprintf(env.Stdout, "OK  %d entries, head %s\n", r.Entries, r.Head)
+	against := ""
+	if len(cps) > 0 {
+		largest := slices.MaxFunc(cps, func(a, b checkpoint.Checkpoint) int { return cmp.Compare(a.Head.Size, b.Head.Size) })
+		against = fmt.Sprintf(", an append-only extension of %d checkpoint(s) up to size %d", len(cps), largest.Head.Size)
+	}
+	fmt.Fprintf(env.Stdout, "OK  %d entries, root %s%s\n", r.Entries, r.Head, against)
 	return nil
 }
 
-// readJournal opens a kernel database read-only and reads its journal.
-func readJournal(ctx context.Context, path string) ([]journal.Entry, error) {
+func verifyRemote(ctx context.Context, env *Env, g *govFlags) error {
+	var resp *kernelv1.VerifyLogResponse
+	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.VerifyLog(ctx, &kernelv1.VerifyLogRequest{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("verify log: %w", err)
+	}
+	if !resp.GetOk() {
+		printBad(env, resp.GetFirstBadSeq(), resp.GetLastBadSeq(), resp.GetProblem())
+		return ErrFailed
+	}
+	fmt.Fprintf(env.Stdout, "OK  %d entries, root %s\n", resp.GetEntries(), resp.GetHead())
+	return nil
+}
+
+func printBad(env *Env, first, last int64, problem string) {
+	if last > first {
+		fmt.Fprintf(env.Stdout, "FAIL  entries %d..%d: %s\n", first, last, problem)
+		return
+	}
+	fmt.Fprintf(env.Stdout, "FAIL  entry %d: %s\n", first, problem)
+}
+
+// loadCheckpoints reads and verifies the checkpoints at path (a file or a
+// directory) with the kernel's public key.
+func loadCheckpoints(path string, k *keyFlags) ([]checkpoint.Checkpoint, error) {
+	first, err := firstNote(path)
+	if err != nil {
+		return nil, err
+	}
+	ring, err := k.ring()
+	if err != nil {
+		return nil, err
+	}
+	v, err := k.logVerifier(ring, first)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.Load(path, v)
+}
+
+// verifyDB opens a kernel database read-only and streams its journal
+// through journal.Verify.
+func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (journal.Report, error) {
+	if _, err := os.Stat(path); err != nil {
+		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer db.Close()
-	return journal.Read(ctx, db, 0, 0)
+	return journal.Verify(ctx, db, trusted)
 }
 
 func runLedgerAt(ctx context.Context, env *Env, args []string) error {

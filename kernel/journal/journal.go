@@ -2,57 +2,55 @@ package journal
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"time"
+
+	"github.com/transparency-dev/merkle/compact"
 )
 
-// Entry is one record of the log.
-type Entry struct {
-	Seq      int64
-	At       time.Time
-	Kind     string
-	Ref      string
-	Body     []byte
-	PrevHash string
-	Hash     string
+// Schema creates the journal's table and indexes. Rows are never updated
+// or deleted by Ambit. Each row keeps, beside the entry, its leaf hash and
+// the hashes of the perfect subtrees it completes (smallest first), so
+// that any subtree's hash is one read away: subtree (level l, index i) is
+// stored by entry (i+1)<<l at offset 32*l.
+var Schema = []string{
+	`CREATE TABLE IF NOT EXISTS journal (
+		seq         INTEGER PRIMARY KEY,
+		recorded_at TEXT    NOT NULL,
+		kind        TEXT    NOT NULL,
+		ref         TEXT    NOT NULL,
+		body        BLOB    NOT NULL,
+		hashes      BLOB    NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS journal_kind ON journal (kind, seq)`,
+	// A receipt is exported by its identifier.
+	`CREATE INDEX IF NOT EXISTS journal_ref ON journal (ref)`,
 }
 
-// Schema creates the journal table. Rows are never updated or deleted by
-// Ambit.
-const Schema = `CREATE TABLE IF NOT EXISTS journal (
-	seq         INTEGER PRIMARY KEY,
-	recorded_at TEXT    NOT NULL,
-	kind        TEXT    NOT NULL,
-	ref         TEXT    NOT NULL,
-	body        BLOB    NOT NULL,
-	prev_hash   TEXT    NOT NULL,
-	hash        TEXT    NOT NULL
-)`
+// ErrChain marks a database whose journal is the hash chain of an older
+// kernel.
+var ErrChain = errors.New("the journal is a hash chain written by an older kernel; start on a new database")
 
-// HashOf computes an entry's hash from its position, time, kind, ref, body
-// and predecessor. Every part is length-prefixed, so no two entries encode
-// alike.
-func HashOf(e *Entry) string {
-	h := sha256.New()
-	var n [8]byte
-	write := func(b []byte) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
+// Migrate creates the schema in db and refuses a journal of the older
+// format, which the Merkle tree cannot extend.
+func Migrate(ctx context.Context, db Execer) error {
+	for _, stmt := range Schema {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("journal schema: %w", err)
+		}
 	}
-	binary.BigEndian.PutUint64(n[:], uint64(e.Seq))
-	h.Write(n[:])
-	write([]byte(e.At.UTC().Format(time.RFC3339Nano)))
-	write([]byte(e.Kind))
-	write([]byte(e.Ref))
-	write(e.Body)
-	write([]byte(e.PrevHash))
-	return hex.EncodeToString(h.Sum(nil))
+	var old int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('journal') WHERE name = 'prev_hash'`).Scan(&old); err != nil {
+		return fmt.Errorf("journal schema: %w", err)
+	}
+	if old > 0 {
+		return ErrChain
+	}
+	return nil
 }
 
 // Appender and Reader are the log as its users see it: what the authority
@@ -78,40 +76,107 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Append adds an entry after the current head and returns it.
+// RowQuerier reads single rows.
+type RowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Frontier is the compact range of the whole tree: the roots of its
+// perfect subtrees, left to right. It is all an append needs, so a writer
+// keeps it in memory and appends cost no read.
+type Frontier struct{ rng *compact.Range }
+
+// NewFrontier is the frontier of the empty tree.
+func NewFrontier() *Frontier { return &Frontier{rng: ranges.NewEmptyRange(0)} }
+
+// LoadFrontier reads the frontier of the stored tree: the last position,
+// then the O(log n) subtree hashes that cover the tree.
+func LoadFrontier(ctx context.Context, q RowQuerier) (*Frontier, error) {
+	var size int64
+	err := q.QueryRowContext(ctx, `SELECT seq FROM journal ORDER BY seq DESC LIMIT 1`).Scan(&size)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return NewFrontier(), nil
+	case err != nil:
+		return nil, fmt.Errorf("journal head: %w", err)
+	}
+	ids := compact.RangeNodes(0, uint64(size), nil)
+	hashes := make([][]byte, len(ids))
+	for i, id := range ids {
+		if hashes[i], err = nodeHash(ctx, q, id); err != nil {
+			return nil, fmt.Errorf("journal head: %w", err)
+		}
+	}
+	rng, err := ranges.NewRange(0, uint64(size), hashes)
+	if err != nil {
+		return nil, fmt.Errorf("journal head: %w", err)
+	}
+	return &Frontier{rng: rng}, nil
+}
+
+// Size is the number of entries the frontier covers.
+func (f *Frontier) Size() uint64 { return f.rng.End() }
+
+// Head is the tree head: size and root hash.
+func (f *Frontier) Head() TreeHead {
+	if f.Size() == 0 {
+		return TreeHead{Root: EmptyRoot()}
+	}
+	root, _ := f.rng.GetRootHash(nil) // a range from 0 always has a root
+	return TreeHead{Size: f.Size(), Root: root}
+}
+
+// Clone copies the frontier, e.g. to restore it when a transaction that
+// appended rolls back.
+func (f *Frontier) Clone() *Frontier {
+	// The hashes themselves are never modified, only replaced.
+	rng, _ := ranges.NewRange(0, f.Size(), slices.Clone(f.rng.Hashes()))
+	return &Frontier{rng: rng}
+}
+
+// Append adds an entry after the stored head, reading the frontier first;
+// a writer that keeps its frontier uses [Insert].
 func Append(ctx context.Context, tx Execer, at time.Time, kind, ref string, body []byte) (Entry, error) {
+	f, err := LoadFrontier(ctx, tx)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Insert(ctx, tx, f, at, kind, ref, body)
+}
+
+// Insert stores an entry at position f.Size()+1 with the hashes of the
+// subtrees it completes, and moves f past it; f is unchanged when the
+// insert fails. f must be the frontier of the tree tx sees.
+func Insert(ctx context.Context, tx Execer, f *Frontier, at time.Time, kind, ref string, body []byte) (Entry, error) {
 	if body == nil {
 		body = []byte{}
 	}
-	e := Entry{At: at.UTC(), Kind: kind, Ref: ref, Body: body}
-	err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1`).Scan(&e.Seq, &e.PrevHash)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		e.Seq, e.PrevHash = 0, ""
-	case err != nil:
-		return Entry{}, fmt.Errorf("journal head: %w", err)
-	}
-	e.Seq++
-	e.Hash = HashOf(&e)
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO journal (seq, recorded_at, kind, ref, body, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		e.Seq, e.At.Format(time.RFC3339Nano), e.Kind, e.Ref, e.Body, e.PrevHash, e.Hash); err != nil {
+	size := f.Size()
+	e := Entry{Seq: int64(size) + 1, At: at.UTC(), Kind: kind, Ref: ref, Body: body}
+	e.LeafHash = LeafHash(&e)
+	next := f.Clone()
+	// The visitor sees the leaf, then each subtree the leaf completes,
+	// smallest first: what the row keeps.
+	hashes := make([]byte, 0, hashSize*(2+bits.TrailingZeros64(size+1)))
+	if err := next.rng.Append(e.LeafHash, func(_ compact.NodeID, h []byte) { hashes = append(hashes, h...) }); err != nil {
 		return Entry{}, fmt.Errorf("journal append %s %s: %w", kind, ref, err)
 	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO journal (seq, recorded_at, kind, ref, body, hashes) VALUES (?, ?, ?, ?, ?, ?)`,
+		e.Seq, e.At.Format(time.RFC3339Nano), e.Kind, e.Ref, e.Body, hashes); err != nil {
+		return Entry{}, fmt.Errorf("journal append %s %s: %w", kind, ref, err)
+	}
+	*f = *next
 	return e, nil
 }
 
-// Head returns the hash of the last entry ("" for an empty log).
-func Head(ctx context.Context, q Execer) (string, error) {
-	var h string
-	err := q.QueryRowContext(ctx, `SELECT hash FROM journal ORDER BY seq DESC LIMIT 1`).Scan(&h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+// Head reads the stored tree's head: its size and root.
+func Head(ctx context.Context, q RowQuerier) (TreeHead, error) {
+	f, err := LoadFrontier(ctx, q)
 	if err != nil {
-		return "", fmt.Errorf("journal head: %w", err)
+		return TreeHead{}, err
 	}
-	return h, nil
+	return f.Head(), nil
 }
 
 // Querier reads entries.
@@ -119,10 +184,12 @@ type Querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+const columns = `seq, recorded_at, kind, ref, body, hashes`
+
 // Read returns up to limit entries after position after, in order. A limit
 // of 0 or less reads to the end.
 func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, error) {
-	query := `SELECT seq, recorded_at, kind, ref, body, prev_hash, hash FROM journal WHERE seq > ? ORDER BY seq`
+	query := `SELECT ` + columns + ` FROM journal WHERE seq > ? ORDER BY seq`
 	args := []any{after}
 	if limit > 0 {
 		query += ` LIMIT ?`
@@ -134,7 +201,26 @@ func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, erro
 // ReadKind returns every entry of one kind, in order: replaying the
 // authority ledger needs its transitions, not every decision besides.
 func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
-	return read(ctx, q, `SELECT seq, recorded_at, kind, ref, body, prev_hash, hash FROM journal WHERE kind = ? ORDER BY seq`, kind)
+	return read(ctx, q, `SELECT `+columns+` FROM journal WHERE kind = ? ORDER BY seq`, kind)
+}
+
+// ReadRef returns the entries with one ref among kinds, in order: the
+// entry that recorded a receipt, found by the receipt's identifier.
+func ReadRef(ctx context.Context, q Querier, ref string, kinds ...string) ([]Entry, error) {
+	out, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE ref = ? ORDER BY seq`, ref)
+	if err != nil || len(kinds) == 0 {
+		return out, err
+	}
+	kept := out[:0]
+	for _, e := range out {
+		for _, k := range kinds {
+			if e.Kind == k {
+				kept = append(kept, e)
+				break
+			}
+		}
+	}
+	return kept, nil
 }
 
 func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, error) {
@@ -147,55 +233,17 @@ func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, e
 	for rows.Next() {
 		var e Entry
 		var at string
-		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Ref, &e.Body, &e.PrevHash, &e.Hash); err != nil {
+		var hashes []byte
+		if err := rows.Scan(&e.Seq, &at, &e.Kind, &e.Ref, &e.Body, &hashes); err != nil {
 			return nil, fmt.Errorf("journal read: %w", err)
 		}
-		t, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			// A malformed time is tampering too; keep the row so Verify
-			// names it.
-			t = time.Time{}
+		// A malformed time is tampering too; keep the row so Verify names
+		// it.
+		e.At, _ = time.Parse(time.RFC3339Nano, at)
+		if len(hashes) >= hashSize {
+			e.LeafHash = hashes[:hashSize]
 		}
-		e.At = t
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// Report is the outcome of a verification.
-type Report struct {
-	OK       bool
-	Entries  int64
-	FirstBad int64 // position of the first bad entry, when not OK
-	Problem  string
-	Head     string
-}
-
-// Verify recomputes the chain over entries in stored order. It names the
-// first entry whose position, predecessor link or hash is wrong: an edit
-// breaks that entry's hash, a removal or insertion breaks the numbering and
-// the next link, a reordering breaks the links.
-func Verify(entries []Entry) Report {
-	r := Report{OK: true, Entries: int64(len(entries))}
-	prev := ""
-	for i := range entries {
-		e := &entries[i]
-		want := int64(i + 1)
-		switch {
-		case e.Seq != want:
-			return bad(r, e.Seq, fmt.Sprintf("entry at position %d has number %d: an entry was removed, inserted or moved", want, e.Seq))
-		case e.PrevHash != prev:
-			return bad(r, e.Seq, "link to the previous entry is broken: an entry before it was removed, inserted or moved")
-		case HashOf(e) != e.Hash:
-			return bad(r, e.Seq, fmt.Sprintf("hash does not match its content: the %s entry %q was edited", e.Kind, e.Ref))
-		}
-		prev = e.Hash
-	}
-	r.Head = prev
-	return r
-}
-
-func bad(r Report, seq int64, problem string) Report {
-	r.OK, r.FirstBad, r.Problem = false, seq, problem
-	return r
 }

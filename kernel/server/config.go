@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	"github.com/ambitkernel/ambit/kernel/store"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
@@ -36,6 +37,42 @@ type Config struct {
 	// PromotionAuthorities lists, per ledger scope (e.g. SCOPE_TASK), the
 	// principals that may promote.
 	PromotionAuthorities map[string][]string `json:"promotion_authorities"`
+	// Checkpoints configures the signed checkpoints of the journal.
+	Checkpoints Checkpoints `json:"checkpoints"`
+}
+
+// Checkpoints configures the signed checkpoints of the journal.
+type Checkpoints struct {
+	// Dir receives the checkpoints, outside the database (default: the
+	// database's path with ".checkpoints").
+	Dir string `json:"dir"`
+	// Origin names the log in its checkpoints (default
+	// "ambit-kernel/<identity>").
+	Origin string `json:"origin"`
+	// A checkpoint is signed once EveryEntries entries were appended since
+	// the last (default 1000), or Every after the last when any was
+	// (default 1s).
+	EveryEntries uint64          `json:"every_entries"`
+	Every        config.Duration `json:"every"`
+	// Keep is how many checkpoints Dir keeps (default 10000; the latest is
+	// always kept).
+	Keep int `json:"keep"`
+}
+
+// checkpointDir is the configured checkpoint directory or its default.
+func (c *Config) checkpointDir() string {
+	if c.Checkpoints.Dir != "" {
+		return c.Checkpoints.Dir
+	}
+	return c.Database + ".checkpoints"
+}
+
+// origin is the configured origin or its default.
+func (c *Config) origin() string {
+	if c.Checkpoints.Origin != "" {
+		return c.Checkpoints.Origin
+	}
+	return "ambit-kernel/" + c.Identity
 }
 
 // Listen holds the three listeners' addresses.
@@ -77,6 +114,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.authorities(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Checkpoints.Keep < 0 {
+		errs = append(errs, errors.New("checkpoints.keep must not be negative"))
+	}
+	if err := checkpoint.CheckOrigin(c.origin()); err != nil {
+		errs = append(errs, fmt.Errorf("checkpoints.origin: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -6,11 +6,13 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal/bundle"
+	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
+	"github.com/ambitkernel/ambit/kernel/store"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // GovernancePolicy opens the governance service to governance identities.
@@ -26,6 +28,10 @@ func GovernancePolicy() serve.Policy {
 type Governance struct {
 	kernelv1.UnimplementedGovernanceServiceServer
 	K *authority.Kernel
+	// Store and Checkpoints answer for the log: proofs, checkpoints and
+	// receipt bundles.
+	Store       *store.Store
+	Checkpoints *checkpoint.Publisher
 }
 
 func classified(c canon.Classified) *ledgerv1.ClassifiedItem { return c.Proto() }
@@ -176,19 +182,7 @@ func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesR
 	}
 	out := &kernelv1.ListEntriesResponse{}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, &ledgerv1.Entry{
-			Seq: e.Seq, RecordedAt: timestamppb.New(e.At), Kind: e.Kind, Ref: e.Ref,
-			Body: e.Body, PrevHash: e.PrevHash, Hash: e.Hash,
-		})
+		out.Entries = append(out.Entries, bundle.EntryProto(e))
 	}
 	return out, nil
-}
-
-// VerifyLog verifies the journal's chain.
-func (s *Governance) VerifyLog(ctx context.Context, _ *kernelv1.VerifyLogRequest) (*kernelv1.VerifyLogResponse, error) {
-	r, err := s.K.VerifyLog(ctx)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &kernelv1.VerifyLogResponse{Ok: r.OK, Entries: r.Entries, FirstBadSeq: r.FirstBad, Problem: r.Problem, Head: r.Head}, nil
 }

@@ -60,6 +60,15 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		return err
 	}
 	defer st.Close()
+	// The checkpoint signer signs notes with the identity's own key.
+	signKey, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
+	if err != nil {
+		return err
+	}
+	checkpoints, err := openLog(ctx, cfg, st, signKey, p.Log)
+	if err != nil {
+		return err
+	}
 	k, err := authority.New(ctx, authority.Options{
 		Store:         st,
 		Signer:        p.Signer,
@@ -92,12 +101,19 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 	adapterSrv := p.NewServer("adapter", AdapterPolicy())
 	kernelv1.RegisterAdapterServiceServer(adapterSrv, &Adapter{K: k})
 	govSrv := p.NewServer("governance", GovernancePolicy())
-	kernelv1.RegisterGovernanceServiceServer(govSrv, &Governance{K: k})
-	return p.Serve(ctx, []serve.Listener{
+	kernelv1.RegisterGovernanceServiceServer(govSrv, &Governance{K: k, Store: st, Checkpoints: checkpoints})
+	// Checkpoints are published until the listeners have stopped, then
+	// once more, so that the last checkpoint holds every entry.
+	publishing, stopPublishing := context.WithCancel(context.WithoutCancel(ctx))
+	published := make(chan error, 1)
+	go func() { published <- checkpoints.Run(publishing) }()
+	err = p.Serve(ctx, []serve.Listener{
 		{Name: "agent", Addr: cfg.Listen.Agent, Server: agentSrv},
 		{Name: "adapter", Addr: cfg.Listen.Adapter, Server: adapterSrv},
 		{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
 	}, zap.String("database", cfg.Database), zap.String("durability", string(cfg.Durability)))
+	stopPublishing()
+	return errors.Join(err, <-published)
 }
 
 // countDecisions counts the decisions the agent listener answers, by

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
@@ -28,7 +29,6 @@ const (
 )
 
 var schema = []string{
-	journal.Schema,
 	`CREATE TABLE IF NOT EXISTS tasks (
 		task_id          TEXT PRIMARY KEY,
 		contract_item_id TEXT NOT NULL,
@@ -97,7 +97,6 @@ var schema = []string{
 	)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record)`,
 	`CREATE INDEX IF NOT EXISTS evidence_record ON evidence (source, record_key, read_at)`,
-	`CREATE INDEX IF NOT EXISTS journal_kind ON journal (kind, seq)`,
 	`CREATE TABLE IF NOT EXISTS approvals (
 		approval_id  TEXT PRIMARY KEY,
 		task_id      TEXT NOT NULL,
@@ -115,6 +114,19 @@ var schema = []string{
 // Store is the kernel database.
 type Store struct {
 	db *sql.DB
+	// ro reads committed state on connections of its own, so that long
+	// reads (verifying or paging the journal, proofs) never hold the one
+	// writing connection.
+	ro *sql.DB
+	// frontier is the journal's tree as the running batch sees it; only
+	// the batch leader touches it. An error loading it is kept for the
+	// first append, so that the start-up check reports a broken journal.
+	frontier    *journal.Frontier
+	frontierErr error
+	// size is the journal's committed size; grown is signalled after each
+	// commit that appended to it.
+	size  atomic.Uint64
+	grown chan struct{}
 	// stmts caches prepared statements by query text: parsing SQL costs
 	// more than running most of the kernel's queries.
 	stmts sync.Map
@@ -143,13 +155,32 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 	// SQLite has one writer; a single connection serialises transactions in
 	// process instead of spinning on SQLITE_BUSY.
 	db.SetMaxOpenConns(1)
+	if err := journal.Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	for _, stmt := range schema {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("open store %s: migrate: %w", path, err)
 		}
 	}
-	return &Store{db: db}, nil
+	ro := url.Values{}
+	ro.Add("_pragma", "busy_timeout(10000)")
+	ro.Add("_pragma", "query_only(1)")
+	rdb, err := sql.Open("sqlite", "file:"+path+"?"+ro.Encode())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(4)
+	s := &Store{db: db, ro: rdb, grown: make(chan struct{}, 1)}
+	s.frontier, s.frontierErr = journal.LoadFrontier(ctx, db)
+	if s.frontierErr != nil {
+		s.frontier = journal.NewFrontier()
+	}
+	s.size.Store(s.frontier.Size())
+	return s, nil
 }
 
 // Close closes the database.
@@ -158,7 +189,7 @@ func (s *Store) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
-	return s.db.Close()
+	return errors.Join(s.ro.Close(), s.db.Close())
 }
 
 // maxBatch bounds how many updates share one commit.
@@ -241,6 +272,9 @@ func (s *Store) lead() {
 func (s *Store) runBatch(batch []*job) {
 	results := make([]error, len(batch))
 	hooks := make([][]func(), len(batch))
+	// The journal's frontier moves with each update's appends, back on a
+	// rollback.
+	frontier := s.frontier.Clone()
 	var unprepared []string
 	sqlTx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -258,7 +292,7 @@ func (s *Store) runBatch(batch []*job) {
 			continue
 		}
 		if !savepoints {
-			tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s}
+			tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s, write: true}
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
@@ -271,10 +305,12 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s}
+		tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s, write: true}
+		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		unprepared = append(unprepared, tx.unprepared...)
 		if results[i] != nil {
+			s.frontier = before
 			if _, err := sqlTx.ExecContext(context.Background(), `ROLLBACK TO SAVEPOINT update_job`); err != nil {
 				results[i] = errors.Join(results[i], fmt.Errorf("roll back: %w", err))
 			}
@@ -288,6 +324,7 @@ func (s *Store) runBatch(batch []*job) {
 			hooks[i] = tx.onCommit
 		}
 	}
+	committed := false
 	if ran {
 		if err := sqlTx.Commit(); err != nil {
 			for i := range results {
@@ -295,9 +332,16 @@ func (s *Store) runBatch(batch []*job) {
 					results[i] = fmt.Errorf("commit: %w", err)
 				}
 			}
+		} else {
+			committed = true
 		}
 	} else {
 		_ = sqlTx.Rollback()
+	}
+	if committed {
+		s.grew()
+	} else {
+		s.frontier = frontier
 	}
 	s.prepare(context.Background(), unprepared)
 	for i, j := range batch {
@@ -309,6 +353,24 @@ func (s *Store) runBatch(batch []*job) {
 		j.done <- results[i]
 	}
 }
+
+// grew publishes the journal's size after a commit.
+func (s *Store) grew() {
+	if size := s.frontier.Size(); size > s.size.Load() {
+		s.size.Store(size)
+		select {
+		case s.grown <- struct{}{}:
+		default: // a signal is already pending
+		}
+	}
+}
+
+// JournalSize is the number of committed journal entries.
+func (s *Store) JournalSize() uint64 { return s.size.Load() }
+
+// JournalGrown is signalled after a commit that appended to the journal;
+// one pending signal stands for any number of commits.
+func (s *Store) JournalGrown() <-chan struct{} { return s.grown }
 
 // runJob runs one update, turning a panic into that update's error so the
 // rest of its group still commits.
@@ -335,16 +397,61 @@ func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 
 // Entries reads the journal after position after (limit <= 0: all).
 func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
-	return journal.Read(ctx, s.db, after, limit)
+	return journal.Read(ctx, s.ro, after, limit)
 }
 
 // EntriesOfKind reads the journal's entries of one kind.
 func (s *Store) EntriesOfKind(ctx context.Context, kind string) ([]journal.Entry, error) {
-	return journal.ReadKind(ctx, s.db, kind)
+	return journal.ReadKind(ctx, s.ro, kind)
 }
 
-// Head is the hash of the journal's last entry.
-func (s *Store) Head(ctx context.Context) (string, error) { return journal.Head(ctx, s.db) }
+// EntriesWithRef reads the journal's entries with one ref, among kinds
+// (any kind when none is given).
+func (s *Store) EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error) {
+	return journal.ReadRef(ctx, s.ro, ref, kinds...)
+}
+
+// Head is the journal's committed tree head.
+func (s *Store) Head(ctx context.Context) (journal.TreeHead, error) { return journal.Head(ctx, s.ro) }
+
+// InclusionProof proves the leaf at index is in the tree of size.
+func (s *Store) InclusionProof(ctx context.Context, index, size uint64) (p [][]byte, err error) {
+	err = s.readJournal(ctx, func(tx *sql.Tx) error {
+		p, err = journal.InclusionProof(ctx, tx, index, size)
+		return err
+	})
+	return p, err
+}
+
+// ConsistencyProof proves the tree of size1 is a prefix of that of size2.
+func (s *Store) ConsistencyProof(ctx context.Context, size1, size2 uint64) (p [][]byte, err error) {
+	err = s.readJournal(ctx, func(tx *sql.Tx) error {
+		p, err = journal.ConsistencyProof(ctx, tx, size1, size2)
+		return err
+	})
+	return p, err
+}
+
+// VerifyJournal streams the whole journal through [journal.Verify] against
+// trusted tree heads, without holding the writing connection.
+func (s *Store) VerifyJournal(ctx context.Context, trusted []journal.TreeHead) (r journal.Report, err error) {
+	err = s.readJournal(ctx, func(tx *sql.Tx) error {
+		r, err = journal.Verify(ctx, tx, trusted)
+		return err
+	})
+	return r, err
+}
+
+// readJournal runs fn in one read transaction, so that what it reads
+// (rows and head) is one state of the journal.
+func (s *Store) readJournal(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("journal read: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
 
 // The store is the embedded journal.Log.
 var (
@@ -359,6 +466,9 @@ type Tx struct {
 	s          *Store
 	unprepared []string
 	onCommit   []func()
+	// write marks a transaction of Update, which appends through the
+	// store's frontier.
+	write bool
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
@@ -420,11 +530,22 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 
 // Append adds a journal entry that commits with the transaction.
 func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry, error) {
-	return journal.Append(t.ctx, t, at, kind, ref, body)
+	if !t.write {
+		return journal.Entry{}, errors.New("journal append outside an update")
+	}
+	if t.s.frontierErr != nil {
+		return journal.Entry{}, fmt.Errorf("journal append: %w", t.s.frontierErr)
+	}
+	return journal.Insert(t.ctx, t, t.s.frontier, at, kind, ref, body)
 }
 
-// Head is the journal's head hash.
-func (t *Tx) Head() (string, error) { return journal.Head(t.ctx, t) }
+// Head is the journal's tree head as this transaction sees it.
+func (t *Tx) Head() (journal.TreeHead, error) {
+	if t.write && t.s.frontierErr == nil {
+		return t.s.frontier.Head(), nil
+	}
+	return journal.Head(t.ctx, t)
+}
 
 // tsLayout has a fixed width, so stored times compare correctly as text.
 const tsLayout = "2006-01-02T15:04:05.000000000Z"

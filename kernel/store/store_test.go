@@ -1,12 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
@@ -491,8 +493,8 @@ func TestTransactions(t *testing.T) {
 
 	view(t, s, func(tx *store.Tx) error {
 		h, err := tx.Head()
-		if err != nil || h != "" {
-			t.Errorf("empty journal head = %q, %v", h, err)
+		if err != nil || h.Size != 0 || !bytes.Equal(h.Root, journal.EmptyRoot()) {
+			t.Errorf("empty journal head = %+v, %v", h, err)
 		}
 		return nil
 	})
@@ -529,7 +531,7 @@ func TestTransactions(t *testing.T) {
 	}
 
 	// A committed update is journaled and survives reopening.
-	var head string
+	var head []byte
 	update(t, s, func(tx *store.Tx) error {
 		if err := tx.BindTask("task-1", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0); err != nil {
 			return err
@@ -539,11 +541,13 @@ func TestTransactions(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			head = e.Hash
+			head = append(head, e.LeafHash...)
 		}
 		h, err := tx.Head()
-		if err != nil || h != head {
-			t.Errorf("Head in the transaction = %q, %v; want %q", h, err, head)
+		// Three leaves: HashChildren(HashChildren(l1, l2), l3).
+		want := journal.Hasher.HashChildren(journal.Hasher.HashChildren(head[:32], head[32:64]), head[64:])
+		if err != nil || h.Size != 3 || !bytes.Equal(h.Root, want) {
+			t.Errorf("Head in the transaction = %+v, %v; want size 3, root %x", h, err, want)
 		}
 		return nil
 	})
@@ -568,8 +572,11 @@ func TestTransactions(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries after reopening (-want +got):\n%s", diff)
 	}
-	if es[2].Hash != head || !es[0].At.Equal(t0) {
-		t.Errorf("head %q at %s, want %q at %s", es[2].Hash, es[0].At, head, t0)
+	if !bytes.Equal(es[2].LeafHash, head[64:]) || !es[0].At.Equal(t0) {
+		t.Errorf("last leaf %x at %s, want %x at %s", es[2].LeafHash, es[0].At, head[64:], t0)
+	}
+	if s.JournalSize() != 3 {
+		t.Errorf("journal size after reopening = %d, want 3", s.JournalSize())
 	}
 	page, err := s.Entries(ctx, 1, 1)
 	if err != nil || len(page) != 1 || page[0].Seq != 2 {

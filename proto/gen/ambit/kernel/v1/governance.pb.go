@@ -10,6 +10,7 @@ import (
 	v12 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	v13 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -1385,8 +1386,11 @@ type VerifyLogResponse struct {
 	FirstBadSeq int64 `protobuf:"varint,3,opt,name=first_bad_seq,json=firstBadSeq,proto3" json:"first_bad_seq,omitempty"`
 	// What is wrong with it.
 	Problem string `protobuf:"bytes,4,opt,name=problem,proto3" json:"problem,omitempty"`
-	// Hash of the head.
-	Head          string `protobuf:"bytes,5,opt,name=head,proto3" json:"head,omitempty"`
+	// Root hash of the recomputed tree, hex, when ok.
+	Head string `protobuf:"bytes,5,opt,name=head,proto3" json:"head,omitempty"`
+	// When the bad entry can only be narrowed to a window, its last position
+	// (first_bad_seq is the first); equal to first_bad_seq when exact.
+	LastBadSeq    int64 `protobuf:"varint,6,opt,name=last_bad_seq,json=lastBadSeq,proto3" json:"last_bad_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1456,11 +1460,427 @@ func (x *VerifyLogResponse) GetHead() string {
 	return ""
 }
 
+func (x *VerifyLogResponse) GetLastBadSeq() int64 {
+	if x != nil {
+		return x.LastBadSeq
+	}
+	return 0
+}
+
+// GetCheckpointRequest asks for the latest checkpoint.
+type GetCheckpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckpointRequest) Reset() {
+	*x = GetCheckpointRequest{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckpointRequest) ProtoMessage() {}
+
+func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
+func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{25}
+}
+
+// GetCheckpointResponse carries the latest checkpoint.
+type GetCheckpointResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The latest signed checkpoint.
+	Checkpoint    *v13.Checkpoint `protobuf:"bytes,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCheckpointResponse) Reset() {
+	*x = GetCheckpointResponse{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCheckpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCheckpointResponse) ProtoMessage() {}
+
+func (x *GetCheckpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCheckpointResponse.ProtoReflect.Descriptor instead.
+func (*GetCheckpointResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetCheckpointResponse) GetCheckpoint() *v13.Checkpoint {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+// GetInclusionProofRequest names an entry and a tree.
+type GetInclusionProofRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entry's leaf index (its position minus one).
+	LeafIndex uint64 `protobuf:"varint,1,opt,name=leaf_index,json=leafIndex,proto3" json:"leaf_index,omitempty"`
+	// The tree to prove it in; 0 means the latest checkpoint's, signed first
+	// when entries were appended since the last.
+	TreeSize      uint64 `protobuf:"varint,2,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInclusionProofRequest) Reset() {
+	*x = GetInclusionProofRequest{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInclusionProofRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInclusionProofRequest) ProtoMessage() {}
+
+func (x *GetInclusionProofRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInclusionProofRequest.ProtoReflect.Descriptor instead.
+func (*GetInclusionProofRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetInclusionProofRequest) GetLeafIndex() uint64 {
+	if x != nil {
+		return x.LeafIndex
+	}
+	return 0
+}
+
+func (x *GetInclusionProofRequest) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
+// GetInclusionProofResponse carries the proof.
+type GetInclusionProofResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The proof.
+	Proof *v13.InclusionProof `protobuf:"bytes,1,opt,name=proof,proto3" json:"proof,omitempty"`
+	// The checkpoint of the proof's tree size, when the kernel signed one.
+	Checkpoint    *v13.Checkpoint `protobuf:"bytes,2,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInclusionProofResponse) Reset() {
+	*x = GetInclusionProofResponse{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInclusionProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInclusionProofResponse) ProtoMessage() {}
+
+func (x *GetInclusionProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInclusionProofResponse.ProtoReflect.Descriptor instead.
+func (*GetInclusionProofResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetInclusionProofResponse) GetProof() *v13.InclusionProof {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
+func (x *GetInclusionProofResponse) GetCheckpoint() *v13.Checkpoint {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+// GetConsistencyProofRequest names two tree sizes.
+type GetConsistencyProofRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The smaller size, e.g. the last checkpoint a witness saw.
+	FromSize uint64 `protobuf:"varint,1,opt,name=from_size,json=fromSize,proto3" json:"from_size,omitempty"`
+	// The larger size; 0 means the latest checkpoint's, signed first when
+	// entries were appended since the last.
+	ToSize        uint64 `protobuf:"varint,2,opt,name=to_size,json=toSize,proto3" json:"to_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConsistencyProofRequest) Reset() {
+	*x = GetConsistencyProofRequest{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConsistencyProofRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConsistencyProofRequest) ProtoMessage() {}
+
+func (x *GetConsistencyProofRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConsistencyProofRequest.ProtoReflect.Descriptor instead.
+func (*GetConsistencyProofRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetConsistencyProofRequest) GetFromSize() uint64 {
+	if x != nil {
+		return x.FromSize
+	}
+	return 0
+}
+
+func (x *GetConsistencyProofRequest) GetToSize() uint64 {
+	if x != nil {
+		return x.ToSize
+	}
+	return 0
+}
+
+// GetConsistencyProofResponse carries the proof.
+type GetConsistencyProofResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The proof.
+	Proof *v13.ConsistencyProof `protobuf:"bytes,1,opt,name=proof,proto3" json:"proof,omitempty"`
+	// The checkpoint of to_size, when the kernel signed one.
+	Checkpoint    *v13.Checkpoint `protobuf:"bytes,2,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConsistencyProofResponse) Reset() {
+	*x = GetConsistencyProofResponse{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConsistencyProofResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConsistencyProofResponse) ProtoMessage() {}
+
+func (x *GetConsistencyProofResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConsistencyProofResponse.ProtoReflect.Descriptor instead.
+func (*GetConsistencyProofResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetConsistencyProofResponse) GetProof() *v13.ConsistencyProof {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
+func (x *GetConsistencyProofResponse) GetCheckpoint() *v13.Checkpoint {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return nil
+}
+
+// ExportReceiptRequest names a receipt.
+type ExportReceiptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The receipt's identifier: an evidence, effect or readback receipt id, a
+	// decision id or a capability id.
+	ReceiptId string `protobuf:"bytes,1,opt,name=receipt_id,json=receiptId,proto3" json:"receipt_id,omitempty"`
+	// The tree to prove it in; 0 means the latest checkpoint's (signing a new
+	// one when the latest does not hold the receipt). Another size needs a
+	// checkpoint the kernel signed at that size.
+	TreeSize      uint64 `protobuf:"varint,2,opt,name=tree_size,json=treeSize,proto3" json:"tree_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportReceiptRequest) Reset() {
+	*x = ExportReceiptRequest{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportReceiptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportReceiptRequest) ProtoMessage() {}
+
+func (x *ExportReceiptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportReceiptRequest.ProtoReflect.Descriptor instead.
+func (*ExportReceiptRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ExportReceiptRequest) GetReceiptId() string {
+	if x != nil {
+		return x.ReceiptId
+	}
+	return ""
+}
+
+func (x *ExportReceiptRequest) GetTreeSize() uint64 {
+	if x != nil {
+		return x.TreeSize
+	}
+	return 0
+}
+
+// ExportReceiptResponse carries the bundle.
+type ExportReceiptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The receipt bundle.
+	Bundle        *v13.ReceiptBundle `protobuf:"bytes,1,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportReceiptResponse) Reset() {
+	*x = ExportReceiptResponse{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportReceiptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportReceiptResponse) ProtoMessage() {}
+
+func (x *ExportReceiptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportReceiptResponse.ProtoReflect.Descriptor instead.
+func (*ExportReceiptResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExportReceiptResponse) GetBundle() *v13.ReceiptBundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
 var File_ambit_kernel_v1_governance_proto protoreflect.FileDescriptor
 
 const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\n" +
-	" ambit/kernel/v1/governance.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1cambit/ledger/v1/ledger.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
+	" ambit/kernel/v1/governance.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1cambit/ledger/v1/ledger.proto\x1a\x16ambit/log/v1/log.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
 	"\x12ProposeItemRequest\x12.\n" +
 	"\x04item\x18\x01 \x01(\v2\x1a.ambit.ledger.v1.CanonItemR\x04item\"J\n" +
 	"\x13ProposeItemResponse\x123\n" +
@@ -1534,20 +1954,50 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"G\n" +
 	"\x13ListEntriesResponse\x120\n" +
 	"\aentries\x18\x01 \x03(\v2\x16.ambit.ledger.v1.EntryR\aentries\"\x12\n" +
-	"\x10VerifyLogRequest\"\x8f\x01\n" +
+	"\x10VerifyLogRequest\"\xb1\x01\n" +
 	"\x11VerifyLogResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +
 	"\aentries\x18\x02 \x01(\x03R\aentries\x12\"\n" +
 	"\rfirst_bad_seq\x18\x03 \x01(\x03R\vfirstBadSeq\x12\x18\n" +
 	"\aproblem\x18\x04 \x01(\tR\aproblem\x12\x12\n" +
-	"\x04head\x18\x05 \x01(\tR\x04head*\xc0\x01\n" +
+	"\x04head\x18\x05 \x01(\tR\x04head\x12 \n" +
+	"\flast_bad_seq\x18\x06 \x01(\x03R\n" +
+	"lastBadSeq\"\x16\n" +
+	"\x14GetCheckpointRequest\"Q\n" +
+	"\x15GetCheckpointResponse\x128\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\v2\x18.ambit.log.v1.CheckpointR\n" +
+	"checkpoint\"V\n" +
+	"\x18GetInclusionProofRequest\x12\x1d\n" +
+	"\n" +
+	"leaf_index\x18\x01 \x01(\x04R\tleafIndex\x12\x1b\n" +
+	"\ttree_size\x18\x02 \x01(\x04R\btreeSize\"\x89\x01\n" +
+	"\x19GetInclusionProofResponse\x122\n" +
+	"\x05proof\x18\x01 \x01(\v2\x1c.ambit.log.v1.InclusionProofR\x05proof\x128\n" +
+	"\n" +
+	"checkpoint\x18\x02 \x01(\v2\x18.ambit.log.v1.CheckpointR\n" +
+	"checkpoint\"R\n" +
+	"\x1aGetConsistencyProofRequest\x12\x1b\n" +
+	"\tfrom_size\x18\x01 \x01(\x04R\bfromSize\x12\x17\n" +
+	"\ato_size\x18\x02 \x01(\x04R\x06toSize\"\x8d\x01\n" +
+	"\x1bGetConsistencyProofResponse\x124\n" +
+	"\x05proof\x18\x01 \x01(\v2\x1e.ambit.log.v1.ConsistencyProofR\x05proof\x128\n" +
+	"\n" +
+	"checkpoint\x18\x02 \x01(\v2\x18.ambit.log.v1.CheckpointR\n" +
+	"checkpoint\"R\n" +
+	"\x14ExportReceiptRequest\x12\x1d\n" +
+	"\n" +
+	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12\x1b\n" +
+	"\ttree_size\x18\x02 \x01(\x04R\btreeSize\"L\n" +
+	"\x15ExportReceiptResponse\x123\n" +
+	"\x06bundle\x18\x01 \x01(\v2\x1b.ambit.log.v1.ReceiptBundleR\x06bundle*\xc0\x01\n" +
 	"\rApprovalState\x12\x1e\n" +
 	"\x1aAPPROVAL_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16APPROVAL_STATE_PENDING\x10\x01\x12\x1b\n" +
 	"\x17APPROVAL_STATE_APPROVED\x10\x02\x12\x1b\n" +
 	"\x17APPROVAL_STATE_REJECTED\x10\x03\x12\x1b\n" +
 	"\x17APPROVAL_STATE_CONSUMED\x10\x04\x12\x1c\n" +
-	"\x18APPROVAL_STATE_CANCELLED\x10\x052\xe9\b\n" +
+	"\x18APPROVAL_STATE_CANCELLED\x10\x052\x87\f\n" +
 	"\x11GovernanceService\x12X\n" +
 	"\vProposeItem\x12#.ambit.kernel.v1.ProposeItemRequest\x1a$.ambit.kernel.v1.ProposeItemResponse\x12X\n" +
 	"\vPromoteItem\x12#.ambit.kernel.v1.PromoteItemRequest\x1a$.ambit.kernel.v1.PromoteItemResponse\x12^\n" +
@@ -1560,7 +2010,11 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x0eDecideApproval\x12&.ambit.kernel.v1.DecideApprovalRequest\x1a'.ambit.kernel.v1.DecideApprovalResponse\x12d\n" +
 	"\x0fListCommitments\x12'.ambit.kernel.v1.ListCommitmentsRequest\x1a(.ambit.kernel.v1.ListCommitmentsResponse\x12X\n" +
 	"\vListEntries\x12#.ambit.kernel.v1.ListEntriesRequest\x1a$.ambit.kernel.v1.ListEntriesResponse\x12R\n" +
-	"\tVerifyLog\x12!.ambit.kernel.v1.VerifyLogRequest\x1a\".ambit.kernel.v1.VerifyLogResponseB\xc5\x01\n" +
+	"\tVerifyLog\x12!.ambit.kernel.v1.VerifyLogRequest\x1a\".ambit.kernel.v1.VerifyLogResponse\x12^\n" +
+	"\rGetCheckpoint\x12%.ambit.kernel.v1.GetCheckpointRequest\x1a&.ambit.kernel.v1.GetCheckpointResponse\x12j\n" +
+	"\x11GetInclusionProof\x12).ambit.kernel.v1.GetInclusionProofRequest\x1a*.ambit.kernel.v1.GetInclusionProofResponse\x12p\n" +
+	"\x13GetConsistencyProof\x12+.ambit.kernel.v1.GetConsistencyProofRequest\x1a,.ambit.kernel.v1.GetConsistencyProofResponse\x12^\n" +
+	"\rExportReceipt\x12%.ambit.kernel.v1.ExportReceiptRequest\x1a&.ambit.kernel.v1.ExportReceiptResponseB\xc5\x01\n" +
 	"\x13com.ambit.kernel.v1B\x0fGovernanceProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1;kernelv1\xa2\x02\x03AKX\xaa\x02\x0fAmbit.Kernel.V1\xca\x02\x0fAmbit\\Kernel\\V1\xe2\x02\x1bAmbit\\Kernel\\V1\\GPBMetadata\xea\x02\x11Ambit::Kernel::V1b\x06proto3"
 
 var (
@@ -1576,93 +2030,119 @@ func file_ambit_kernel_v1_governance_proto_rawDescGZIP() []byte {
 }
 
 var file_ambit_kernel_v1_governance_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ambit_kernel_v1_governance_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_ambit_kernel_v1_governance_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_ambit_kernel_v1_governance_proto_goTypes = []any{
-	(ApprovalState)(0),              // 0: ambit.kernel.v1.ApprovalState
-	(*ProposeItemRequest)(nil),      // 1: ambit.kernel.v1.ProposeItemRequest
-	(*ProposeItemResponse)(nil),     // 2: ambit.kernel.v1.ProposeItemResponse
-	(*PromoteItemRequest)(nil),      // 3: ambit.kernel.v1.PromoteItemRequest
-	(*PromoteItemResponse)(nil),     // 4: ambit.kernel.v1.PromoteItemResponse
-	(*SupersedeItemRequest)(nil),    // 5: ambit.kernel.v1.SupersedeItemRequest
-	(*SupersedeItemResponse)(nil),   // 6: ambit.kernel.v1.SupersedeItemResponse
-	(*ResolveConflictRequest)(nil),  // 7: ambit.kernel.v1.ResolveConflictRequest
-	(*ResolveConflictResponse)(nil), // 8: ambit.kernel.v1.ResolveConflictResponse
-	(*ListItemsRequest)(nil),        // 9: ambit.kernel.v1.ListItemsRequest
-	(*ListItemsResponse)(nil),       // 10: ambit.kernel.v1.ListItemsResponse
-	(*BindTaskRequest)(nil),         // 11: ambit.kernel.v1.BindTaskRequest
-	(*BindTaskResponse)(nil),        // 12: ambit.kernel.v1.BindTaskResponse
-	(*DeriveHandoffRequest)(nil),    // 13: ambit.kernel.v1.DeriveHandoffRequest
-	(*DeriveHandoffResponse)(nil),   // 14: ambit.kernel.v1.DeriveHandoffResponse
-	(*Approval)(nil),                // 15: ambit.kernel.v1.Approval
-	(*ListApprovalsRequest)(nil),    // 16: ambit.kernel.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),   // 17: ambit.kernel.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),   // 18: ambit.kernel.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),  // 19: ambit.kernel.v1.DecideApprovalResponse
-	(*ListCommitmentsRequest)(nil),  // 20: ambit.kernel.v1.ListCommitmentsRequest
-	(*ListCommitmentsResponse)(nil), // 21: ambit.kernel.v1.ListCommitmentsResponse
-	(*ListEntriesRequest)(nil),      // 22: ambit.kernel.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),     // 23: ambit.kernel.v1.ListEntriesResponse
-	(*VerifyLogRequest)(nil),        // 24: ambit.kernel.v1.VerifyLogRequest
-	(*VerifyLogResponse)(nil),       // 25: ambit.kernel.v1.VerifyLogResponse
-	(*v1.CanonItem)(nil),            // 26: ambit.ledger.v1.CanonItem
-	(*v1.ClassifiedItem)(nil),       // 27: ambit.ledger.v1.ClassifiedItem
-	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
-	(*v1.HandoffFilter)(nil),        // 29: ambit.ledger.v1.HandoffFilter
-	(*v11.ToolCall)(nil),            // 30: ambit.contract.v1.ToolCall
-	(*v11.Reason)(nil),              // 31: ambit.contract.v1.Reason
-	(*v12.Commitment)(nil),          // 32: ambit.agent.v1.Commitment
-	(*v1.Entry)(nil),                // 33: ambit.ledger.v1.Entry
+	(ApprovalState)(0),                  // 0: ambit.kernel.v1.ApprovalState
+	(*ProposeItemRequest)(nil),          // 1: ambit.kernel.v1.ProposeItemRequest
+	(*ProposeItemResponse)(nil),         // 2: ambit.kernel.v1.ProposeItemResponse
+	(*PromoteItemRequest)(nil),          // 3: ambit.kernel.v1.PromoteItemRequest
+	(*PromoteItemResponse)(nil),         // 4: ambit.kernel.v1.PromoteItemResponse
+	(*SupersedeItemRequest)(nil),        // 5: ambit.kernel.v1.SupersedeItemRequest
+	(*SupersedeItemResponse)(nil),       // 6: ambit.kernel.v1.SupersedeItemResponse
+	(*ResolveConflictRequest)(nil),      // 7: ambit.kernel.v1.ResolveConflictRequest
+	(*ResolveConflictResponse)(nil),     // 8: ambit.kernel.v1.ResolveConflictResponse
+	(*ListItemsRequest)(nil),            // 9: ambit.kernel.v1.ListItemsRequest
+	(*ListItemsResponse)(nil),           // 10: ambit.kernel.v1.ListItemsResponse
+	(*BindTaskRequest)(nil),             // 11: ambit.kernel.v1.BindTaskRequest
+	(*BindTaskResponse)(nil),            // 12: ambit.kernel.v1.BindTaskResponse
+	(*DeriveHandoffRequest)(nil),        // 13: ambit.kernel.v1.DeriveHandoffRequest
+	(*DeriveHandoffResponse)(nil),       // 14: ambit.kernel.v1.DeriveHandoffResponse
+	(*Approval)(nil),                    // 15: ambit.kernel.v1.Approval
+	(*ListApprovalsRequest)(nil),        // 16: ambit.kernel.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),       // 17: ambit.kernel.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),       // 18: ambit.kernel.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),      // 19: ambit.kernel.v1.DecideApprovalResponse
+	(*ListCommitmentsRequest)(nil),      // 20: ambit.kernel.v1.ListCommitmentsRequest
+	(*ListCommitmentsResponse)(nil),     // 21: ambit.kernel.v1.ListCommitmentsResponse
+	(*ListEntriesRequest)(nil),          // 22: ambit.kernel.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),         // 23: ambit.kernel.v1.ListEntriesResponse
+	(*VerifyLogRequest)(nil),            // 24: ambit.kernel.v1.VerifyLogRequest
+	(*VerifyLogResponse)(nil),           // 25: ambit.kernel.v1.VerifyLogResponse
+	(*GetCheckpointRequest)(nil),        // 26: ambit.kernel.v1.GetCheckpointRequest
+	(*GetCheckpointResponse)(nil),       // 27: ambit.kernel.v1.GetCheckpointResponse
+	(*GetInclusionProofRequest)(nil),    // 28: ambit.kernel.v1.GetInclusionProofRequest
+	(*GetInclusionProofResponse)(nil),   // 29: ambit.kernel.v1.GetInclusionProofResponse
+	(*GetConsistencyProofRequest)(nil),  // 30: ambit.kernel.v1.GetConsistencyProofRequest
+	(*GetConsistencyProofResponse)(nil), // 31: ambit.kernel.v1.GetConsistencyProofResponse
+	(*ExportReceiptRequest)(nil),        // 32: ambit.kernel.v1.ExportReceiptRequest
+	(*ExportReceiptResponse)(nil),       // 33: ambit.kernel.v1.ExportReceiptResponse
+	(*v1.CanonItem)(nil),                // 34: ambit.ledger.v1.CanonItem
+	(*v1.ClassifiedItem)(nil),           // 35: ambit.ledger.v1.ClassifiedItem
+	(*timestamppb.Timestamp)(nil),       // 36: google.protobuf.Timestamp
+	(*v1.HandoffFilter)(nil),            // 37: ambit.ledger.v1.HandoffFilter
+	(*v11.ToolCall)(nil),                // 38: ambit.contract.v1.ToolCall
+	(*v11.Reason)(nil),                  // 39: ambit.contract.v1.Reason
+	(*v12.Commitment)(nil),              // 40: ambit.agent.v1.Commitment
+	(*v1.Entry)(nil),                    // 41: ambit.ledger.v1.Entry
+	(*v13.Checkpoint)(nil),              // 42: ambit.log.v1.Checkpoint
+	(*v13.InclusionProof)(nil),          // 43: ambit.log.v1.InclusionProof
+	(*v13.ConsistencyProof)(nil),        // 44: ambit.log.v1.ConsistencyProof
+	(*v13.ReceiptBundle)(nil),           // 45: ambit.log.v1.ReceiptBundle
 }
 var file_ambit_kernel_v1_governance_proto_depIdxs = []int32{
-	26, // 0: ambit.kernel.v1.ProposeItemRequest.item:type_name -> ambit.ledger.v1.CanonItem
-	27, // 1: ambit.kernel.v1.ProposeItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	27, // 2: ambit.kernel.v1.PromoteItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	27, // 3: ambit.kernel.v1.SupersedeItemResponse.old_item:type_name -> ambit.ledger.v1.ClassifiedItem
-	27, // 4: ambit.kernel.v1.SupersedeItemResponse.new_item:type_name -> ambit.ledger.v1.ClassifiedItem
-	27, // 5: ambit.kernel.v1.ResolveConflictResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	28, // 6: ambit.kernel.v1.ListItemsRequest.at:type_name -> google.protobuf.Timestamp
-	27, // 7: ambit.kernel.v1.ListItemsResponse.items:type_name -> ambit.ledger.v1.ClassifiedItem
-	27, // 8: ambit.kernel.v1.BindTaskResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	29, // 9: ambit.kernel.v1.DeriveHandoffRequest.filter:type_name -> ambit.ledger.v1.HandoffFilter
-	27, // 10: ambit.kernel.v1.DeriveHandoffResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	30, // 11: ambit.kernel.v1.Approval.call:type_name -> ambit.contract.v1.ToolCall
-	31, // 12: ambit.kernel.v1.Approval.reasons:type_name -> ambit.contract.v1.Reason
+	34, // 0: ambit.kernel.v1.ProposeItemRequest.item:type_name -> ambit.ledger.v1.CanonItem
+	35, // 1: ambit.kernel.v1.ProposeItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	35, // 2: ambit.kernel.v1.PromoteItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	35, // 3: ambit.kernel.v1.SupersedeItemResponse.old_item:type_name -> ambit.ledger.v1.ClassifiedItem
+	35, // 4: ambit.kernel.v1.SupersedeItemResponse.new_item:type_name -> ambit.ledger.v1.ClassifiedItem
+	35, // 5: ambit.kernel.v1.ResolveConflictResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	36, // 6: ambit.kernel.v1.ListItemsRequest.at:type_name -> google.protobuf.Timestamp
+	35, // 7: ambit.kernel.v1.ListItemsResponse.items:type_name -> ambit.ledger.v1.ClassifiedItem
+	35, // 8: ambit.kernel.v1.BindTaskResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	37, // 9: ambit.kernel.v1.DeriveHandoffRequest.filter:type_name -> ambit.ledger.v1.HandoffFilter
+	35, // 10: ambit.kernel.v1.DeriveHandoffResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 11: ambit.kernel.v1.Approval.call:type_name -> ambit.contract.v1.ToolCall
+	39, // 12: ambit.kernel.v1.Approval.reasons:type_name -> ambit.contract.v1.Reason
 	0,  // 13: ambit.kernel.v1.Approval.state:type_name -> ambit.kernel.v1.ApprovalState
-	28, // 14: ambit.kernel.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	36, // 14: ambit.kernel.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
 	0,  // 15: ambit.kernel.v1.ListApprovalsRequest.state:type_name -> ambit.kernel.v1.ApprovalState
 	15, // 16: ambit.kernel.v1.ListApprovalsResponse.approvals:type_name -> ambit.kernel.v1.Approval
 	15, // 17: ambit.kernel.v1.DecideApprovalResponse.approval:type_name -> ambit.kernel.v1.Approval
-	32, // 18: ambit.kernel.v1.ListCommitmentsResponse.commitments:type_name -> ambit.agent.v1.Commitment
-	33, // 19: ambit.kernel.v1.ListEntriesResponse.entries:type_name -> ambit.ledger.v1.Entry
-	1,  // 20: ambit.kernel.v1.GovernanceService.ProposeItem:input_type -> ambit.kernel.v1.ProposeItemRequest
-	3,  // 21: ambit.kernel.v1.GovernanceService.PromoteItem:input_type -> ambit.kernel.v1.PromoteItemRequest
-	5,  // 22: ambit.kernel.v1.GovernanceService.SupersedeItem:input_type -> ambit.kernel.v1.SupersedeItemRequest
-	7,  // 23: ambit.kernel.v1.GovernanceService.ResolveConflict:input_type -> ambit.kernel.v1.ResolveConflictRequest
-	9,  // 24: ambit.kernel.v1.GovernanceService.ListItems:input_type -> ambit.kernel.v1.ListItemsRequest
-	11, // 25: ambit.kernel.v1.GovernanceService.BindTask:input_type -> ambit.kernel.v1.BindTaskRequest
-	13, // 26: ambit.kernel.v1.GovernanceService.DeriveHandoff:input_type -> ambit.kernel.v1.DeriveHandoffRequest
-	16, // 27: ambit.kernel.v1.GovernanceService.ListApprovals:input_type -> ambit.kernel.v1.ListApprovalsRequest
-	18, // 28: ambit.kernel.v1.GovernanceService.DecideApproval:input_type -> ambit.kernel.v1.DecideApprovalRequest
-	20, // 29: ambit.kernel.v1.GovernanceService.ListCommitments:input_type -> ambit.kernel.v1.ListCommitmentsRequest
-	22, // 30: ambit.kernel.v1.GovernanceService.ListEntries:input_type -> ambit.kernel.v1.ListEntriesRequest
-	24, // 31: ambit.kernel.v1.GovernanceService.VerifyLog:input_type -> ambit.kernel.v1.VerifyLogRequest
-	2,  // 32: ambit.kernel.v1.GovernanceService.ProposeItem:output_type -> ambit.kernel.v1.ProposeItemResponse
-	4,  // 33: ambit.kernel.v1.GovernanceService.PromoteItem:output_type -> ambit.kernel.v1.PromoteItemResponse
-	6,  // 34: ambit.kernel.v1.GovernanceService.SupersedeItem:output_type -> ambit.kernel.v1.SupersedeItemResponse
-	8,  // 35: ambit.kernel.v1.GovernanceService.ResolveConflict:output_type -> ambit.kernel.v1.ResolveConflictResponse
-	10, // 36: ambit.kernel.v1.GovernanceService.ListItems:output_type -> ambit.kernel.v1.ListItemsResponse
-	12, // 37: ambit.kernel.v1.GovernanceService.BindTask:output_type -> ambit.kernel.v1.BindTaskResponse
-	14, // 38: ambit.kernel.v1.GovernanceService.DeriveHandoff:output_type -> ambit.kernel.v1.DeriveHandoffResponse
-	17, // 39: ambit.kernel.v1.GovernanceService.ListApprovals:output_type -> ambit.kernel.v1.ListApprovalsResponse
-	19, // 40: ambit.kernel.v1.GovernanceService.DecideApproval:output_type -> ambit.kernel.v1.DecideApprovalResponse
-	21, // 41: ambit.kernel.v1.GovernanceService.ListCommitments:output_type -> ambit.kernel.v1.ListCommitmentsResponse
-	23, // 42: ambit.kernel.v1.GovernanceService.ListEntries:output_type -> ambit.kernel.v1.ListEntriesResponse
-	25, // 43: ambit.kernel.v1.GovernanceService.VerifyLog:output_type -> ambit.kernel.v1.VerifyLogResponse
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	40, // 18: ambit.kernel.v1.ListCommitmentsResponse.commitments:type_name -> ambit.agent.v1.Commitment
+	41, // 19: ambit.kernel.v1.ListEntriesResponse.entries:type_name -> ambit.ledger.v1.Entry
+	42, // 20: ambit.kernel.v1.GetCheckpointResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	43, // 21: ambit.kernel.v1.GetInclusionProofResponse.proof:type_name -> ambit.log.v1.InclusionProof
+	42, // 22: ambit.kernel.v1.GetInclusionProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	44, // 23: ambit.kernel.v1.GetConsistencyProofResponse.proof:type_name -> ambit.log.v1.ConsistencyProof
+	42, // 24: ambit.kernel.v1.GetConsistencyProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	45, // 25: ambit.kernel.v1.ExportReceiptResponse.bundle:type_name -> ambit.log.v1.ReceiptBundle
+	1,  // 26: ambit.kernel.v1.GovernanceService.ProposeItem:input_type -> ambit.kernel.v1.ProposeItemRequest
+	3,  // 27: ambit.kernel.v1.GovernanceService.PromoteItem:input_type -> ambit.kernel.v1.PromoteItemRequest
+	5,  // 28: ambit.kernel.v1.GovernanceService.SupersedeItem:input_type -> ambit.kernel.v1.SupersedeItemRequest
+	7,  // 29: ambit.kernel.v1.GovernanceService.ResolveConflict:input_type -> ambit.kernel.v1.ResolveConflictRequest
+	9,  // 30: ambit.kernel.v1.GovernanceService.ListItems:input_type -> ambit.kernel.v1.ListItemsRequest
+	11, // 31: ambit.kernel.v1.GovernanceService.BindTask:input_type -> ambit.kernel.v1.BindTaskRequest
+	13, // 32: ambit.kernel.v1.GovernanceService.DeriveHandoff:input_type -> ambit.kernel.v1.DeriveHandoffRequest
+	16, // 33: ambit.kernel.v1.GovernanceService.ListApprovals:input_type -> ambit.kernel.v1.ListApprovalsRequest
+	18, // 34: ambit.kernel.v1.GovernanceService.DecideApproval:input_type -> ambit.kernel.v1.DecideApprovalRequest
+	20, // 35: ambit.kernel.v1.GovernanceService.ListCommitments:input_type -> ambit.kernel.v1.ListCommitmentsRequest
+	22, // 36: ambit.kernel.v1.GovernanceService.ListEntries:input_type -> ambit.kernel.v1.ListEntriesRequest
+	24, // 37: ambit.kernel.v1.GovernanceService.VerifyLog:input_type -> ambit.kernel.v1.VerifyLogRequest
+	26, // 38: ambit.kernel.v1.GovernanceService.GetCheckpoint:input_type -> ambit.kernel.v1.GetCheckpointRequest
+	28, // 39: ambit.kernel.v1.GovernanceService.GetInclusionProof:input_type -> ambit.kernel.v1.GetInclusionProofRequest
+	30, // 40: ambit.kernel.v1.GovernanceService.GetConsistencyProof:input_type -> ambit.kernel.v1.GetConsistencyProofRequest
+	32, // 41: ambit.kernel.v1.GovernanceService.ExportReceipt:input_type -> ambit.kernel.v1.ExportReceiptRequest
+	2,  // 42: ambit.kernel.v1.GovernanceService.ProposeItem:output_type -> ambit.kernel.v1.ProposeItemResponse
+	4,  // 43: ambit.kernel.v1.GovernanceService.PromoteItem:output_type -> ambit.kernel.v1.PromoteItemResponse
+	6,  // 44: ambit.kernel.v1.GovernanceService.SupersedeItem:output_type -> ambit.kernel.v1.SupersedeItemResponse
+	8,  // 45: ambit.kernel.v1.GovernanceService.ResolveConflict:output_type -> ambit.kernel.v1.ResolveConflictResponse
+	10, // 46: ambit.kernel.v1.GovernanceService.ListItems:output_type -> ambit.kernel.v1.ListItemsResponse
+	12, // 47: ambit.kernel.v1.GovernanceService.BindTask:output_type -> ambit.kernel.v1.BindTaskResponse
+	14, // 48: ambit.kernel.v1.GovernanceService.DeriveHandoff:output_type -> ambit.kernel.v1.DeriveHandoffResponse
+	17, // 49: ambit.kernel.v1.GovernanceService.ListApprovals:output_type -> ambit.kernel.v1.ListApprovalsResponse
+	19, // 50: ambit.kernel.v1.GovernanceService.DecideApproval:output_type -> ambit.kernel.v1.DecideApprovalResponse
+	21, // 51: ambit.kernel.v1.GovernanceService.ListCommitments:output_type -> ambit.kernel.v1.ListCommitmentsResponse
+	23, // 52: ambit.kernel.v1.GovernanceService.ListEntries:output_type -> ambit.kernel.v1.ListEntriesResponse
+	25, // 53: ambit.kernel.v1.GovernanceService.VerifyLog:output_type -> ambit.kernel.v1.VerifyLogResponse
+	27, // 54: ambit.kernel.v1.GovernanceService.GetCheckpoint:output_type -> ambit.kernel.v1.GetCheckpointResponse
+	29, // 55: ambit.kernel.v1.GovernanceService.GetInclusionProof:output_type -> ambit.kernel.v1.GetInclusionProofResponse
+	31, // 56: ambit.kernel.v1.GovernanceService.GetConsistencyProof:output_type -> ambit.kernel.v1.GetConsistencyProofResponse
+	33, // 57: ambit.kernel.v1.GovernanceService.ExportReceipt:output_type -> ambit.kernel.v1.ExportReceiptResponse
+	42, // [42:58] is the sub-list for method output_type
+	26, // [26:42] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_ambit_kernel_v1_governance_proto_init() }
@@ -1676,7 +2156,7 @@ func file_ambit_kernel_v1_governance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_kernel_v1_governance_proto_rawDesc), len(file_ambit_kernel_v1_governance_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   25,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,18 +19,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	GovernanceService_ProposeItem_FullMethodName     = "/ambit.kernel.v1.GovernanceService/ProposeItem"
-	GovernanceService_PromoteItem_FullMethodName     = "/ambit.kernel.v1.GovernanceService/PromoteItem"
-	GovernanceService_SupersedeItem_FullMethodName   = "/ambit.kernel.v1.GovernanceService/SupersedeItem"
-	GovernanceService_ResolveConflict_FullMethodName = "/ambit.kernel.v1.GovernanceService/ResolveConflict"
-	GovernanceService_ListItems_FullMethodName       = "/ambit.kernel.v1.GovernanceService/ListItems"
-	GovernanceService_BindTask_FullMethodName        = "/ambit.kernel.v1.GovernanceService/BindTask"
-	GovernanceService_DeriveHandoff_FullMethodName   = "/ambit.kernel.v1.GovernanceService/DeriveHandoff"
-	GovernanceService_ListApprovals_FullMethodName   = "/ambit.kernel.v1.GovernanceService/ListApprovals"
-	GovernanceService_DecideApproval_FullMethodName  = "/ambit.kernel.v1.GovernanceService/DecideApproval"
-	GovernanceService_ListCommitments_FullMethodName = "/ambit.kernel.v1.GovernanceService/ListCommitments"
-	GovernanceService_ListEntries_FullMethodName     = "/ambit.kernel.v1.GovernanceService/ListEntries"
-	GovernanceService_VerifyLog_FullMethodName       = "/ambit.kernel.v1.GovernanceService/VerifyLog"
+	GovernanceService_ProposeItem_FullMethodName         = "/ambit.kernel.v1.GovernanceService/ProposeItem"
+	GovernanceService_PromoteItem_FullMethodName         = "/ambit.kernel.v1.GovernanceService/PromoteItem"
+	GovernanceService_SupersedeItem_FullMethodName       = "/ambit.kernel.v1.GovernanceService/SupersedeItem"
+	GovernanceService_ResolveConflict_FullMethodName     = "/ambit.kernel.v1.GovernanceService/ResolveConflict"
+	GovernanceService_ListItems_FullMethodName           = "/ambit.kernel.v1.GovernanceService/ListItems"
+	GovernanceService_BindTask_FullMethodName            = "/ambit.kernel.v1.GovernanceService/BindTask"
+	GovernanceService_DeriveHandoff_FullMethodName       = "/ambit.kernel.v1.GovernanceService/DeriveHandoff"
+	GovernanceService_ListApprovals_FullMethodName       = "/ambit.kernel.v1.GovernanceService/ListApprovals"
+	GovernanceService_DecideApproval_FullMethodName      = "/ambit.kernel.v1.GovernanceService/DecideApproval"
+	GovernanceService_ListCommitments_FullMethodName     = "/ambit.kernel.v1.GovernanceService/ListCommitments"
+	GovernanceService_ListEntries_FullMethodName         = "/ambit.kernel.v1.GovernanceService/ListEntries"
+	GovernanceService_VerifyLog_FullMethodName           = "/ambit.kernel.v1.GovernanceService/VerifyLog"
+	GovernanceService_GetCheckpoint_FullMethodName       = "/ambit.kernel.v1.GovernanceService/GetCheckpoint"
+	GovernanceService_GetInclusionProof_FullMethodName   = "/ambit.kernel.v1.GovernanceService/GetInclusionProof"
+	GovernanceService_GetConsistencyProof_FullMethodName = "/ambit.kernel.v1.GovernanceService/GetConsistencyProof"
+	GovernanceService_ExportReceipt_FullMethodName       = "/ambit.kernel.v1.GovernanceService/ExportReceipt"
 )
 
 // GovernanceServiceClient is the client API for GovernanceService service.
@@ -73,8 +77,23 @@ type GovernanceServiceClient interface {
 	ListCommitments(ctx context.Context, in *ListCommitmentsRequest, opts ...grpc.CallOption) (*ListCommitmentsResponse, error)
 	// ListEntries pages through the tamper-evident log.
 	ListEntries(ctx context.Context, in *ListEntriesRequest, opts ...grpc.CallOption) (*ListEntriesResponse, error)
-	// VerifyLog recomputes the log's hash chain and names the first bad entry.
+	// VerifyLog recomputes the log's Merkle tree, checks it against the stored
+	// hashes and the kernel's signed checkpoints, and names the first bad entry
+	// (or the narrowest window of entries it can prove it in).
 	VerifyLog(ctx context.Context, in *VerifyLogRequest, opts ...grpc.CallOption) (*VerifyLogResponse, error)
+	// GetCheckpoint returns the kernel's latest signed checkpoint, signing one
+	// first when entries were appended since the last.
+	GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (*GetCheckpointResponse, error)
+	// GetInclusionProof proves that a log entry is in the tree of a checkpoint.
+	// A tree size beyond the log is InvalidArgument.
+	GetInclusionProof(ctx context.Context, in *GetInclusionProofRequest, opts ...grpc.CallOption) (*GetInclusionProofResponse, error)
+	// GetConsistencyProof proves that the tree of one size is a prefix of the
+	// tree of a checkpoint: how a witness checks that the log only grew.
+	GetConsistencyProof(ctx context.Context, in *GetConsistencyProofRequest, opts ...grpc.CallOption) (*GetConsistencyProofResponse, error)
+	// ExportReceipt returns a receipt (evidence, decision, capability, effect
+	// or readback) as a self-contained bundle that verifies offline. An unknown
+	// receipt is NotFound.
+	ExportReceipt(ctx context.Context, in *ExportReceiptRequest, opts ...grpc.CallOption) (*ExportReceiptResponse, error)
 }
 
 type governanceServiceClient struct {
@@ -205,6 +224,46 @@ func (c *governanceServiceClient) VerifyLog(ctx context.Context, in *VerifyLogRe
 	return out, nil
 }
 
+func (c *governanceServiceClient) GetCheckpoint(ctx context.Context, in *GetCheckpointRequest, opts ...grpc.CallOption) (*GetCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCheckpointResponse)
+	err := c.cc.Invoke(ctx, GovernanceService_GetCheckpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *governanceServiceClient) GetInclusionProof(ctx context.Context, in *GetInclusionProofRequest, opts ...grpc.CallOption) (*GetInclusionProofResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetInclusionProofResponse)
+	err := c.cc.Invoke(ctx, GovernanceService_GetInclusionProof_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *governanceServiceClient) GetConsistencyProof(ctx context.Context, in *GetConsistencyProofRequest, opts ...grpc.CallOption) (*GetConsistencyProofResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetConsistencyProofResponse)
+	err := c.cc.Invoke(ctx, GovernanceService_GetConsistencyProof_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *governanceServiceClient) ExportReceipt(ctx context.Context, in *ExportReceiptRequest, opts ...grpc.CallOption) (*ExportReceiptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExportReceiptResponse)
+	err := c.cc.Invoke(ctx, GovernanceService_ExportReceipt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // GovernanceServiceServer is the server API for GovernanceService service.
 // All implementations must embed UnimplementedGovernanceServiceServer
 // for forward compatibility.
@@ -245,8 +304,23 @@ type GovernanceServiceServer interface {
 	ListCommitments(context.Context, *ListCommitmentsRequest) (*ListCommitmentsResponse, error)
 	// ListEntries pages through the tamper-evident log.
 	ListEntries(context.Context, *ListEntriesRequest) (*ListEntriesResponse, error)
-	// VerifyLog recomputes the log's hash chain and names the first bad entry.
+	// VerifyLog recomputes the log's Merkle tree, checks it against the stored
+	// hashes and the kernel's signed checkpoints, and names the first bad entry
+	// (or the narrowest window of entries it can prove it in).
 	VerifyLog(context.Context, *VerifyLogRequest) (*VerifyLogResponse, error)
+	// GetCheckpoint returns the kernel's latest signed checkpoint, signing one
+	// first when entries were appended since the last.
+	GetCheckpoint(context.Context, *GetCheckpointRequest) (*GetCheckpointResponse, error)
+	// GetInclusionProof proves that a log entry is in the tree of a checkpoint.
+	// A tree size beyond the log is InvalidArgument.
+	GetInclusionProof(context.Context, *GetInclusionProofRequest) (*GetInclusionProofResponse, error)
+	// GetConsistencyProof proves that the tree of one size is a prefix of the
+	// tree of a checkpoint: how a witness checks that the log only grew.
+	GetConsistencyProof(context.Context, *GetConsistencyProofRequest) (*GetConsistencyProofResponse, error)
+	// ExportReceipt returns a receipt (evidence, decision, capability, effect
+	// or readback) as a self-contained bundle that verifies offline. An unknown
+	// receipt is NotFound.
+	ExportReceipt(context.Context, *ExportReceiptRequest) (*ExportReceiptResponse, error)
 	mustEmbedUnimplementedGovernanceServiceServer()
 }
 
@@ -292,6 +366,18 @@ func (UnimplementedGovernanceServiceServer) ListEntries(context.Context, *ListEn
 }
 func (UnimplementedGovernanceServiceServer) VerifyLog(context.Context, *VerifyLogRequest) (*VerifyLogResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyLog not implemented")
+}
+func (UnimplementedGovernanceServiceServer) GetCheckpoint(context.Context, *GetCheckpointRequest) (*GetCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCheckpoint not implemented")
+}
+func (UnimplementedGovernanceServiceServer) GetInclusionProof(context.Context, *GetInclusionProofRequest) (*GetInclusionProofResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetInclusionProof not implemented")
+}
+func (UnimplementedGovernanceServiceServer) GetConsistencyProof(context.Context, *GetConsistencyProofRequest) (*GetConsistencyProofResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetConsistencyProof not implemented")
+}
+func (UnimplementedGovernanceServiceServer) ExportReceipt(context.Context, *ExportReceiptRequest) (*ExportReceiptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExportReceipt not implemented")
 }
 func (UnimplementedGovernanceServiceServer) mustEmbedUnimplementedGovernanceServiceServer() {}
 func (UnimplementedGovernanceServiceServer) testEmbeddedByValue()                           {}
@@ -530,6 +616,78 @@ func _GovernanceService_VerifyLog_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _GovernanceService_GetCheckpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCheckpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GovernanceServiceServer).GetCheckpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GovernanceService_GetCheckpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GovernanceServiceServer).GetCheckpoint(ctx, req.(*GetCheckpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GovernanceService_GetInclusionProof_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInclusionProofRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GovernanceServiceServer).GetInclusionProof(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GovernanceService_GetInclusionProof_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GovernanceServiceServer).GetInclusionProof(ctx, req.(*GetInclusionProofRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GovernanceService_GetConsistencyProof_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetConsistencyProofRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GovernanceServiceServer).GetConsistencyProof(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GovernanceService_GetConsistencyProof_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GovernanceServiceServer).GetConsistencyProof(ctx, req.(*GetConsistencyProofRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GovernanceService_ExportReceipt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExportReceiptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GovernanceServiceServer).ExportReceipt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GovernanceService_ExportReceipt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GovernanceServiceServer).ExportReceipt(ctx, req.(*ExportReceiptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // GovernanceService_ServiceDesc is the grpc.ServiceDesc for GovernanceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -584,6 +742,22 @@ var GovernanceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyLog",
 			Handler:    _GovernanceService_VerifyLog_Handler,
+		},
+		{
+			MethodName: "GetCheckpoint",
+			Handler:    _GovernanceService_GetCheckpoint_Handler,
+		},
+		{
+			MethodName: "GetInclusionProof",
+			Handler:    _GovernanceService_GetInclusionProof_Handler,
+		},
+		{
+			MethodName: "GetConsistencyProof",
+			Handler:    _GovernanceService_GetConsistencyProof_Handler,
+		},
+		{
+			MethodName: "ExportReceipt",
+			Handler:    _GovernanceService_ExportReceipt_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

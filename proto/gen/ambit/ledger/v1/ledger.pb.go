@@ -864,9 +864,9 @@ type Entry struct {
 	Ref string `protobuf:"bytes,4,opt,name=ref,proto3" json:"ref,omitempty"`
 	// The record: a signed envelope or a canon transition.
 	Body []byte `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
-	// Hash of the previous entry, hex (empty for the first).
+	// Unused: the log is a Merkle tree, not a hash chain; always empty.
 	PrevHash string `protobuf:"bytes,6,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
-	// SHA-256 over seq, time, kind, ref, body and prev_hash, hex.
+	// The entry's RFC 6962 leaf hash, hex (see ambit.log.v1 for the leaf).
 	Hash          string `protobuf:"bytes,7,opt,name=hash,proto3" json:"hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

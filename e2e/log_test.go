@@ -1,0 +1,460 @@
+package e2e_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/e2e/cluster"
+	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/journal/bundle"
+	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
+	merkleproof "github.com/transparency-dev/merkle/proof"
+	"golang.org/x/mod/sumdb/note"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	_ "modernc.org/sqlite"
+)
+
+// checkpointDir is the kernel's default checkpoint directory.
+func checkpointDir(c *cluster.Cluster) string { return c.KernelDB + ".checkpoints" }
+
+// proposeItems records n canon items through the governance API: n
+// journal entries that need no adapter.
+func proposeItems(t *testing.T, c *cluster.Cluster, prefix string, n int) {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := c.Conn(ctx, c.KernelGovernance, "policy-owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := kernelv1.NewGovernanceServiceClient(conn)
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		ct, err := demo.RefundContract("task-"+id, "C-1001", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, ct)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReceiptBundle exports a decision receipt from the running kernel and
+// verifies it offline against the checkpoint it came with; the bundle and
+// the checkpoint refuse any changed byte.
+func TestReceiptBundle(t *testing.T) {
+	c, k := startCluster(t, cluster.Options{})
+	_, d, r := allowed(t, c, k, "bundle-task")
+	dir := t.TempDir()
+	bundlePath, cpPath := filepath.Join(dir, "decision.bundle"), filepath.Join(dir, "checkpoint")
+	out, err := ambitctl(t, "receipt", "export", d.GetDecisionId(), "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance",
+		"--out", bundlePath, "--checkpoint-out", cpPath)
+	if err != nil {
+		t.Fatalf("receipt export: %v\n%s", err, out)
+	}
+	verify := func(args ...string) (string, error) {
+		return ambitctl(t, append([]string{"receipt", "verify", "--pki", c.PKI}, args...)...)
+	}
+	out, err = verify(bundlePath, "--checkpoint", cpPath)
+	if err != nil || !strings.HasPrefix(out, "OK  DecisionReceipt "+d.GetDecisionId()+" signed by kernel") {
+		t.Fatalf("receipt verify: %v\n%s", err, out)
+	}
+	// The evidence receipt, signed by the evidence adapter, exports too.
+	evPath := filepath.Join(dir, "evidence.bundle")
+	if out, err := ambitctl(t, "receipt", "export", r.GetReceipt().GetReceiptId(), "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance", "--out", evPath); err != nil {
+		t.Fatalf("export evidence: %v\n%s", err, out)
+	}
+	if out, err := verify(evPath); err != nil || !strings.Contains(out, "signed by evidence") {
+		t.Errorf("verify evidence: %v\n%s", err, out)
+	}
+	if out, err := ambitctl(t, "receipt", "export", "no-such-receipt", "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance", "--out", evPath); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("export of an unknown receipt: %v\n%s", err, out)
+	}
+
+	// The same proof through the API, against the latest checkpoint, and
+	// a consistency proof from an earlier size.
+	ctx := testCtx(t)
+	var b logv1.ReceiptBundle
+	raw, err := os.ReadFile(bundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: b.GetLeafIndex()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpNow := ip.GetCheckpoint()
+	leaf, err := hex.DecodeString(b.GetEntry().GetHash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := merkleproof.VerifyInclusion(journal.Hasher, b.GetLeafIndex(), cpNow.GetSize(), leaf, ip.GetProof().GetHashes(), cpNow.GetRootHash()); err != nil {
+		t.Errorf("inclusion proof from the API: %v", err)
+	}
+	cons, err := k.Governance.GetConsistencyProof(ctx, &kernelv1.GetConsistencyProofRequest{FromSize: b.GetInclusion().GetTreeSize(), ToSize: cpNow.GetSize()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundleCP checkpoint.Checkpoint
+	if bundleCP, err = checkpoint.Open(b.GetCheckpoint(), mustVerifier(t, c, b.GetCheckpoint())); err != nil {
+		t.Fatal(err)
+	}
+	if err := merkleproof.VerifyConsistency(journal.Hasher, bundleCP.Head.Size, cpNow.GetSize(), cons.GetProof().GetHashes(), bundleCP.Head.Root, cpNow.GetRootHash()); err != nil {
+		t.Errorf("consistency proof from the API: %v", err)
+	}
+	if _, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: 0, TreeSize: cpNow.GetSize() + 1000}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a proof beyond the log: %v, want InvalidArgument", err)
+	}
+
+	// Every byte of the exported bundle matters, and of its checkpoint.
+	data, err := os.ReadFile(bundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := c.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := os.ReadFile(cpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin, _, _ := strings.Cut(string(note), "\n")
+	v, err := checkpoint.NewVerifier(origin, keys["kernel"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundle.Verify(data, keys, v); err != nil {
+		t.Fatal(err)
+	}
+	for i := range data {
+		for _, flip := range []byte{0x01, 0x80} {
+			bad := append([]byte(nil), data...)
+			bad[i] ^= flip
+			if _, err := bundle.Verify(bad, keys, v); err == nil {
+				t.Fatalf("bundle byte %d xor %#x verifies", i, flip)
+			}
+		}
+	}
+	for i := range note {
+		bad := append([]byte(nil), note...)
+		bad[i] ^= 0x01
+		if _, err := checkpoint.Open(bad, v); err == nil {
+			t.Fatalf("checkpoint byte %d xor 1 verifies", i)
+		}
+	}
+	// And through the command, at a few places of each file.
+	for _, tc := range []struct {
+		path string
+		at   []int
+	}{{bundlePath, []int{0, len(data) / 3, len(data) / 2, len(data) - 1}}, {cpPath, []int{0, len(origin) + 1, len(note) - 10}}} {
+		orig, _ := os.ReadFile(tc.path)
+		for _, i := range tc.at {
+			bad := append([]byte(nil), orig...)
+			bad[i] ^= 0x01
+			if err := os.WriteFile(tc.path, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := verify(bundlePath, "--checkpoint", cpPath); err == nil || !strings.HasPrefix(out, "FAIL") {
+				t.Errorf("%s with byte %d changed: %v\n%s", filepath.Base(tc.path), i, err, out)
+			}
+		}
+		if err := os.WriteFile(tc.path, orig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := verify(bundlePath, "--checkpoint", cpPath); err != nil {
+		t.Errorf("restored files: %v\n%s", err, out)
+	}
+}
+
+func mustVerifier(t *testing.T, c *cluster.Cluster, signed []byte) note.Verifier {
+	t.Helper()
+	keys, err := c.Keys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin, _, _ := strings.Cut(string(signed), "\n")
+	v, err := checkpoint.NewVerifier(origin, keys["kernel"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+var badRange = regexp.MustCompile(`^FAIL  entr(?:y (\d+)|ies (\d+)\.\.(\d+)):`)
+
+// failedAt parses "FAIL  entry N" or "FAIL  entries A..B".
+func failedAt(t *testing.T, out string) (int64, int64) {
+	t.Helper()
+	m := badRange.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no FAIL line naming an entry:\n%s", out)
+	}
+	if m[1] != "" {
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n, n
+	}
+	a, _ := strconv.ParseInt(m[2], 10, 64)
+	b, _ := strconv.ParseInt(m[3], 10, 64)
+	return a, b
+}
+
+// rewriteJournal is the strongest tamperer: it rebuilds the journal from
+// entries changed by f, every stored hash included.
+func rewriteJournal(t *testing.T, path string, f func([]journal.Entry) []journal.Entry) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	es, err := journal.Read(ctx, db, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`DELETE FROM journal`); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f(es) {
+		if _, err := journal.Append(ctx, tx, e.At, e.Kind, e.Ref, e.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLedgerVerifyAgainstCheckpoints tampers with copies of a stopped
+// kernel's database in every way and checks that `ambitctl ledger verify
+// --db --checkpoint` names the first bad entry, or the window its
+// checkpoints narrow it to.
+func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
+	c, k := startCluster(t, cluster.Options{})
+	for i := range 3 {
+		allowed(t, c, k, fmt.Sprintf("verify-task-%d", i))
+	}
+	proposeItems(t, c, "verify-item", 4)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cps := checkpointDir(c)
+	verify := func(db string) (string, error) {
+		return ambitctl(t, "ledger", "verify", "--db", db, "--checkpoint", cps, "--pki", c.PKI)
+	}
+	out, err := verify(c.KernelDB)
+	if err != nil || !strings.Contains(out, "an append-only extension of") {
+		t.Fatalf("intact journal: %v\n%s", err, out)
+	}
+	var n int
+	if _, err := fmt.Sscanf(out, "OK  %d entries", &n); err != nil || n < 20 {
+		t.Fatalf("intact journal of %d entries (%v):\n%s", n, err, out)
+	}
+	keep := func(m int) func([]journal.Entry) []journal.Entry {
+		return func(es []journal.Entry) []journal.Entry { return es[:m] }
+	}
+	tests := []struct {
+		name   string
+		tamper func([]journal.Entry) []journal.Entry
+		bad    int // the first entry tampered with
+		last   int // for a truncation: the last removed
+	}{
+		{name: "truncated: last 1", tamper: keep(n - 1), bad: n, last: n},
+		{name: "truncated: last 5", tamper: keep(n - 5), bad: n - 4, last: n},
+		{name: "truncated: half", tamper: keep(n / 2), bad: n/2 + 1, last: n},
+		{name: "truncated: all", tamper: keep(0), bad: 1, last: n},
+		{name: "rewritten suffix", bad: 7, tamper: func(es []journal.Entry) []journal.Entry {
+			es[6].Body = append(es[6].Body, 0)
+			return es
+		}},
+		{name: "swapped", bad: 9, tamper: func(es []journal.Entry) []journal.Entry {
+			es[8], es[9] = es[9], es[8]
+			return es
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "kernel.db")
+			copyFile(t, c.KernelDB, db)
+			rewriteJournal(t, db, tt.tamper)
+			out, err := verify(db)
+			if err == nil {
+				t.Fatalf("tampered journal verifies:\n%s", out)
+			}
+			first, last := failedAt(t, out)
+			switch {
+			case tt.last > 0 && (first != int64(tt.bad) || last != int64(tt.last)):
+				t.Errorf("named entries %d..%d, want %d..%d removed:\n%s", first, last, tt.bad, tt.last, out)
+			case first > int64(tt.bad) || last < int64(tt.bad):
+				t.Errorf("named entries %d..%d, which do not hold entry %d:\n%s", first, last, tt.bad, out)
+			}
+		})
+	}
+}
+
+// TestKernelRefusesTamperedJournal restarts the real kernel binary on its
+// own database: intact it starts, with a rewritten suffix or a truncated
+// journal it refuses to, naming the entry.
+func TestKernelRefusesTamperedJournal(t *testing.T) {
+	c, _ := startCluster(t, cluster.Options{})
+	ctx := testCtx(t)
+	proposeItems(t, c, "start-item", 12)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "kernel.db")
+	copyFile(t, c.KernelDB, backup)
+	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+		t.Fatalf("restart on an intact journal: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func([]journal.Entry) []journal.Entry
+		words  string
+	}{
+		// Its checkpoints hold the 12 entries: a rewrite is somewhere
+		// among them, a truncation names the first entry lost.
+		{name: "rewritten suffix", words: "do not match the checkpoint of size 12", tamper: func(es []journal.Entry) []journal.Entry {
+			es[4].Ref = "forged"
+			return es
+		}},
+		{name: "truncated", words: "the journal ends at entry 11, but a checkpoint covers 12 entries: entry 12 was removed", tamper: func(es []journal.Entry) []journal.Entry { return es[:11] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			copyFile(t, backup, c.KernelDB)
+			rewriteJournal(t, c.KernelDB, tc.tamper)
+			err := c.Restart(ctx, cluster.Kernel, nil)
+			if err == nil {
+				t.Fatal("the kernel started on a tampered journal")
+			}
+			logs, _ := os.ReadFile(c.LogPath(cluster.Kernel))
+			last := string(logs[strings.LastIndex(strings.TrimSpace(string(logs)), "\n")+1:])
+			if !strings.Contains(last, "refusing to start") || !strings.Contains(last, "does not verify against the kernel's latest checkpoint") {
+				t.Errorf("start-up error: %v; last log line:\n%s", err, last)
+			}
+			t.Logf("the kernel refused: %s", last)
+			if !strings.Contains(last, tc.words) {
+				t.Errorf("the refusal does not say %q:\n%s", tc.words, last)
+			}
+		})
+	}
+	// Restored, the kernel starts again.
+	copyFile(t, backup, c.KernelDB)
+	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+		t.Fatalf("restart on the restored journal: %v", err)
+	}
+}
+
+// TestWitnessCatchesRollback keeps a witness beside a kernel, then rolls
+// the kernel back to an older copy of its database and checkpoints: the
+// witness refuses the rolled-back log, smaller and then forked.
+func TestWitnessCatchesRollback(t *testing.T) {
+	c, _ := startCluster(t, cluster.Options{})
+	ctx := testCtx(t)
+	w := filepath.Join(t.TempDir(), "witness")
+	witness := func() (string, error) {
+		return ambitctl(t, "witness", "--dir", w, "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance")
+	}
+	proposeItems(t, c, "w1", 3)
+	out, err := witness()
+	if err != nil || !strings.Contains(out, "at size 3,") || !strings.Contains(out, "first checkpoint") {
+		t.Fatalf("first round: %v\n%s", err, out)
+	}
+	// An older copy of the kernel's database and checkpoints.
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	old := t.TempDir()
+	copyFile(t, c.KernelDB, filepath.Join(old, "kernel.db"))
+	copyTree(t, checkpointDir(c), filepath.Join(old, "checkpoints"))
+	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+		t.Fatal(err)
+	}
+	proposeItems(t, c, "w2", 4)
+	if out, err := witness(); err != nil || !strings.Contains(out, "at size 7,") || !strings.Contains(out, "extends 3") {
+		t.Fatalf("second round: %v\n%s", err, out)
+	}
+	// The rollback: the kernel starts on the older copy, whose own
+	// checkpoints agree with it.
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(old, "kernel.db"), c.KernelDB)
+	if err := os.RemoveAll(checkpointDir(c)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, filepath.Join(old, "checkpoints"), checkpointDir(c))
+	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+		t.Fatalf("restart on the older copy: %v", err)
+	}
+	if out, err := witness(); err == nil || !strings.HasPrefix(out, "REFUSED") {
+		t.Errorf("rolled back: %v\n%s", err, out)
+	}
+	// It grows past what the witness saw, on another history.
+	proposeItems(t, c, "w3", 8)
+	if out, err := witness(); err == nil || !strings.HasPrefix(out, "REFUSED") || !strings.Contains(out, "not an extension") {
+		t.Errorf("forked: %v\n%s", err, out)
+	}
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			copyFile(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
+		}
+	}
+}
