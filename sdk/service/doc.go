@@ -16,8 +16,9 @@
 //     [Process]: TLS, receipt signer, the kernel connection and the server.
 //     [Process.Serve] serves the one listener ([ListenerName]) and writes
 //     its address file.
-//   - [Statuses] is a service's table from errors to gRPC statuses, with
-//     kernel refusals passed through; [Handle] is the request flow of a
+//   - [Statuses] is a service's table from errors to gRPC statuses, each
+//     with its declared ErrorReason sent as ErrorInfo, and kernel refusals
+//     passed through; [Handle] is the request flow of a
 //     handler (validate, call the core as the caller, map the error).
 //   - [Issuer] is what every service's core needs to issue signed receipts
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
