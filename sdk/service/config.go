@@ -23,7 +23,7 @@ const (
 //
 //	type Config struct {
 //		service.Config `json:",inline"`
-//		PaymentsDatabase string `json:"payments_database"`
+//		Database string `json:"database"`
 //	}
 //
 // Relative paths are relative to the working directory.
