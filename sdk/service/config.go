@@ -116,7 +116,7 @@ func (c *Common) Base() *Common { return c }
 //
 //	type Config struct {
 //		service.Config `json:",inline"`
-//		PaymentsDatabase string `json:"payments_database"`
+//		Database string `json:"database"`
 //	}
 type Config struct {
 	Common `json:",inline"`

@@ -4,17 +4,27 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/ambitkernel/ambit/sdk/upstream"
 )
 
-// Rule maps the errors that match one sentinel (errors.Is) to a gRPC code.
+// ErrorDomain is the domain of the ErrorInfo detail every refusal carries.
+const ErrorDomain = "ambit"
+
+// Rule maps the errors that match one sentinel (errors.Is) to a gRPC code
+// and a declared reason.
 type Rule struct {
 	Err  error
 	Code codes.Code
+	// Reason is sent as the reason of an ErrorInfo detail (its enum name,
+	// domain [ErrorDomain]), so a client switches on it rather than on the
+	// message.
+	Reason errorv1.ErrorReason
 	// WithCauses sends the whole error text to the client: the sentinel
 	// with what it wraps, e.g. every invalid field. Otherwise the client
 	// sees only the sentinel's own text and the causes (a kernel's answer,
@@ -27,8 +37,8 @@ type Rule struct {
 type Statuses []Rule
 
 // Status maps err. nil stays nil; a kernel refusal ([upstream.Refusal])
-// keeps the kernel's status; the first matching rule gives the code and
-// message. Anything else is returned as it is: the server's interceptor
+// keeps the kernel's status, details included; the first matching rule
+// gives the code, message and ErrorInfo reason. Anything else is returned as it is: the server's interceptor
 // logs it and the client sees only "internal error".
 func (s Statuses) Status(err error) error {
 	if err == nil {
@@ -42,10 +52,17 @@ func (s Statuses) Status(err error) error {
 		if !errors.Is(err, r.Err) {
 			continue
 		}
+		msg := r.Err.Error()
 		if r.WithCauses {
-			return status.Error(r.Code, err.Error())
+			msg = err.Error()
 		}
-		return status.Error(r.Code, r.Err.Error())
+		st := status.New(r.Code, msg)
+		// WithDetails fails only for a detail that cannot be marshalled,
+		// which ErrorInfo always can.
+		if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: r.Reason.String(), Domain: ErrorDomain}); derr == nil {
+			st = withInfo
+		}
+		return st.Err()
 	}
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -28,6 +29,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
@@ -483,8 +485,8 @@ var (
 )
 
 var statuses = service.Statuses{
-	{Err: errUnreachable, Code: codes.Unavailable},
-	{Err: errInvalid, Code: codes.InvalidArgument, WithCauses: true},
+	{Err: errUnreachable, Code: codes.Unavailable, Reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
+	{Err: errInvalid, Code: codes.InvalidArgument, Reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, WithCauses: true},
 	{Err: errUnknown, Code: codes.NotFound, WithCauses: true},
 }
 
@@ -495,15 +497,18 @@ func TestStatuses(t *testing.T) {
 		err  error
 		code codes.Code // OK: returned as it is
 		msg  string
+		// reason is the ErrorInfo reason the status must carry (domain
+		// "ambit"); empty: none.
+		reason string
 	}{
 		{name: "nil", err: nil},
-		{name: "kernel refusal passes unchanged", err: upstream.Classify(context.Background(), status.Error(codes.PermissionDenied, "field salary is not granted"), errUnreachable),
-			code: codes.PermissionDenied, msg: "field salary is not granted"},
+		{name: "kernel refusal passes unchanged", err: upstream.Classify(context.Background(), kernelRefusal, errUnreachable),
+			code: codes.PermissionDenied, msg: "field salary is not granted", reason: "ERROR_REASON_FIELDS_OUTSIDE_GRANT"},
 		{name: "sentinel text only", err: upstream.Classify(context.Background(), status.Error(codes.Unavailable, "dial tcp: refused"), errUnreachable),
-			code: codes.Unavailable, msg: "kernel unreachable: nothing was done"},
+			code: codes.Unavailable, msg: "kernel unreachable: nothing was done", reason: "ERROR_REASON_KERNEL_UNAVAILABLE"},
 		{name: "with causes", err: errors.Join(errInvalid, errors.New("task_id is required")), code: codes.InvalidArgument,
-			msg: "invalid request\ntask_id is required"},
-		{name: "second rule", err: errUnknown, code: codes.NotFound, msg: "unknown source"},
+			msg: "invalid request\ntask_id is required", reason: "ERROR_REASON_INVALID_REQUEST"},
+		{name: "rule without a reason", err: errUnknown, code: codes.NotFound, msg: "unknown source", reason: "ERROR_REASON_UNSPECIFIED"},
 		{name: "unknown error stays internal", err: internal, code: codes.OK},
 	}
 	for _, tt := range tests {
@@ -525,9 +530,28 @@ func TestStatuses(t *testing.T) {
 			if !ok || st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
+			var infos []string
+			for _, d := range st.Details() {
+				if info, ok := d.(*errdetails.ErrorInfo); ok {
+					infos = append(infos, info.GetDomain()+"/"+info.GetReason())
+				}
+			}
+			if diff := cmp.Diff([]string{"ambit/" + tt.reason}, infos); diff != "" {
+				t.Errorf("ErrorInfo details (-want +got):\n%s", diff)
+			}
 		})
 	}
 }
+
+// kernelRefusal is a kernel's refusal with its own ErrorInfo detail.
+var kernelRefusal = func() error {
+	st, err := status.New(codes.PermissionDenied, "field salary is not granted").
+		WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_FIELDS_OUTSIDE_GRANT", Domain: "ambit"})
+	if err != nil {
+		panic(err)
+	}
+	return st.Err()
+}()
 
 func TestHandle(t *testing.T) {
 	validate := func(req string) error {

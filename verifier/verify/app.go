@@ -11,7 +11,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/service"
-	"github.com/ambitkernel/ambit/verifier/payments"
+	"github.com/ambitkernel/ambit/verifier/readback"
 )
 
 // Run is the ambit-verifier program: it parses args (--config FILE,
@@ -34,11 +34,14 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 		}
 		keys[name] = pub
 	}
-	ledger, err := payments.Open(cfg.PaymentsDatabase)
+	readTimeout := cfg.ReadTimeout.D(DefaultReadTimeout)
+	octx, cancel := context.WithTimeout(ctx, readTimeout)
+	readbacks, err := readback.Open(octx, ReadbacksKey, cfg.Readbacks, cfg.Identity)
+	cancel()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ledger.Close() }()
+	defer func() { _ = readbacks.Close() }()
 	core, err := NewCore(Deps{
 		Issuer:        p.Issuer(),
 		Keys:          keys,
@@ -46,11 +49,12 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 		ActionKeyID:   cfg.ActionKey,
 		Kernel:        kernelv1.NewAdapterServiceClient(p.Kernel),
 		KernelTimeout: cfg.KernelTimeout.D(service.DefaultKernelTimeout),
-		Ledger:        ledger,
+		Readbacks:     readbacks,
+		ReadTimeout:   readTimeout,
 	})
 	if err != nil {
 		return err
 	}
 	verifierv1.RegisterVerifierServiceServer(p.Server, NewHandler(core))
-	return p.Serve(ctx, zap.String("payments_database", cfg.PaymentsDatabase))
+	return p.Serve(ctx, zap.Strings("readbacks", readbacks.Tools()))
 }

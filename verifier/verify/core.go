@@ -17,6 +17,7 @@ import (
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"github.com/ambitkernel/ambit/sdk/upstream"
 	"github.com/ambitkernel/ambit/verifier/readback"
 )
@@ -28,13 +29,6 @@ type Kernel interface {
 }
 
 var _ Kernel = kernelv1.AdapterServiceClient(nil)
-
-// Ledger reads the system of record: the payments under an idempotency key
-// and the payments for a claim, consistently. payments.Reader implements
-// it.
-type Ledger interface {
-	Read(ctx context.Context, key, claimID string) (forKey, forClaim []readback.Row, err error)
-}
 
 // Deps are what a [Core] needs. Now and NewID may be nil.
 type Deps struct {
@@ -50,8 +44,11 @@ type Deps struct {
 	Kernel Kernel
 	// KernelTimeout bounds each kernel call.
 	KernelTimeout time.Duration
-	// Ledger is the read-only path to the payments ledger.
-	Ledger Ledger
+	// Readbacks are the declared readbacks, the verifier's own read-only
+	// paths to the systems of record.
+	Readbacks *readback.Set
+	// ReadTimeout bounds each read of a system of record.
+	ReadTimeout time.Duration
 }
 
 // Core performs verifications. It is safe for concurrent use.
@@ -77,8 +74,11 @@ func NewCore(d Deps) (*Core, error) {
 	if d.KernelTimeout <= 0 {
 		errs = append(errs, errors.New("kernel timeout is not positive"))
 	}
-	if d.Ledger == nil {
-		errs = append(errs, errors.New("no payments ledger"))
+	if d.Readbacks == nil {
+		errs = append(errs, errors.New("no readbacks"))
+	}
+	if d.ReadTimeout <= 0 {
+		errs = append(errs, errors.New("read timeout is not positive"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new verifier core: %w", err)
@@ -88,10 +88,11 @@ func NewCore(d Deps) (*Core, error) {
 }
 
 // Verify checks one validated request (see [ValidateVerify]) for caller:
-// both envelopes must verify, the ledger is read through the read-only
-// path, [readback.Check] decides, and the signed readback receipt is
-// returned only once the kernel has logged it. A discrepancy is a
-// MISMATCH receipt, not an error.
+// both envelopes must verify and belong together, the tool's declared
+// readback reads the system of record through its read-only path and
+// evaluates every check, and the signed readback receipt is returned only
+// once the kernel has logged it. A discrepancy is a MISMATCH receipt, not
+// an error.
 func (c *Core) Verify(ctx context.Context, caller string, req *verifierv1.VerifyRequest) (*verifierv1.VerifyResponse, error) {
 	log := c.d.Log.With(zap.String("caller", caller))
 	resp, err := c.verify(ctx, req, log)
@@ -111,25 +112,47 @@ func (c *Core) verify(ctx context.Context, req *verifierv1.VerifyRequest, log *z
 	if err := c.d.Keys.Open(req.GetEffectReceipt(), c.d.ActionKeyID, &effect); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEffectInvalid, err)
 	}
-	// Look up what the capability bound, not what the effect receipt
-	// claims: the capability is the authority.
-	key := capability.GetIdempotencyKey()
-	claimID := capability.GetAction().GetRefund().GetClaimId()
-	readAt := c.d.Now()
-	forKey, forClaim, err := c.d.Ledger.Read(ctx, key, claimID)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrLedgerUnreadable, err)
+	if err := belong(&capability, &effect); err != nil {
+		return nil, err
 	}
-	st, findings := readback.Check(&capability, &effect, forKey, forClaim)
+	tool := capability.GetCall().GetTool()
+	rb, ok := c.d.Readbacks.Get(tool)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoReadback, tool)
+	}
+	// What is checked is what the capability bound, not what the effect
+	// receipt reports: the capability is the authority.
+	in, err := readback.Bind(&capability, &effect)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArgumentsInvalid, err)
+	}
+	readAt := c.d.Now()
+	rctx, cancel := context.WithTimeout(ctx, c.d.ReadTimeout)
+	reading, err := rb.Read(rctx, in)
+	cancel()
+	switch {
+	case errors.Is(err, readback.ErrArguments):
+		return nil, fmt.Errorf("%w: %w", ErrArgumentsInvalid, err)
+	case ctx.Err() != nil:
+		// The caller gave up: its cancellation, not the source's failure.
+		return nil, fmt.Errorf("read back: %w", ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrSourceUnreadable, err)
+	}
+	findings, causes := rb.Check(in, reading)
+	st := receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED
+	if len(findings) > 0 {
+		st = receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH
+	}
 	receipt := &receiptv1.ReadbackReceipt{
 		ReceiptId:       "rb-" + c.d.NewID(),
 		CapabilityId:    capability.GetCapabilityId(),
 		EffectReceiptId: effect.GetReceiptId(),
 		TaskId:          capability.GetTaskId(),
-		IdempotencyKey:  key,
+		IdempotencyKey:  in.Key,
 		Status:          st,
 		Findings:        findings,
-		RecordsFound:    int32(len(forKey)),
+		RecordsFound:    int32(len(reading.Rows)),
 		ReadAt:          timestamppb.New(readAt),
 		Issuer:          c.d.Identity,
 	}
@@ -142,17 +165,54 @@ func (c *Core) verify(ctx context.Context, req *verifierv1.VerifyRequest, log *z
 	if _, err := c.d.Kernel.RecordReadback(kctx, &kernelv1.RecordReadbackRequest{Receipt: env}); err != nil {
 		return nil, upstream.Classify(ctx, err, ErrNotRecorded)
 	}
+	// Findings are check codes and the causes expression errors: neither
+	// carries a value read.
 	log.Info("readback",
 		zap.String("receipt_id", receipt.GetReceiptId()),
 		zap.String("capability_id", receipt.GetCapabilityId()),
 		zap.String("effect_receipt_id", receipt.GetEffectReceiptId()),
 		zap.String("task_id", receipt.GetTaskId()),
-		zap.String("idempotency_key", key),
+		zap.String("tool", tool),
+		zap.String("idempotency_key", in.Key),
 		zap.String("status", st.String()),
 		zap.Int32("records_found", receipt.GetRecordsFound()),
 		zap.Strings("findings", findings),
+		zap.Errors("unevaluable", causes),
 	)
 	return &verifierv1.VerifyResponse{Receipt: receipt, SignedReceipt: env}, nil
+}
+
+// belong checks that an effect receipt reports the capability's effect:
+// the same capability, task, idempotency key, destination and call (tool
+// and canonical arguments). Every difference is listed.
+func belong(capability *receiptv1.Capability, effect *receiptv1.EffectReceipt) error {
+	var diffs []string
+	differ := func(field, got, want string) {
+		if got != want {
+			diffs = append(diffs, fmt.Sprintf("%s %q is not the capability's %q", field, got, want))
+		}
+	}
+	differ("capability_id", effect.GetCapabilityId(), capability.GetCapabilityId())
+	differ("task_id", effect.GetTaskId(), capability.GetTaskId())
+	differ("idempotency_key", effect.GetIdempotencyKey(), capability.GetIdempotencyKey())
+	differ("destination", effect.GetDestination(), capability.GetDestination())
+	differ("call.tool", effect.GetCall().GetTool(), capability.GetCall().GetTool())
+	if !sameArguments(effect.GetCall().GetArgumentsJson(), capability.GetCall().GetArgumentsJson()) {
+		diffs = append(diffs, "call.arguments_json differ from the capability's")
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("%w: %s", ErrReceiptMismatch, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
+// sameArguments reports whether two calls' arguments are the same object,
+// compared in canonical form; arguments that do not parse are the same as
+// nothing.
+func sameArguments(a, b string) bool {
+	ca, errA := toolcall.Parse("call", a)
+	cb, errB := toolcall.Parse("call", b)
+	return errA == nil && errB == nil && ca.Canonical() == cb.Canonical()
 }
 
 // ValidateVerify checks the shape of a request: both envelopes present.

@@ -2,9 +2,7 @@ package verify_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"database/sql"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,134 +10,30 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	_ "modernc.org/sqlite"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/service"
-	"github.com/ambitkernel/ambit/verifier/payments"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/verifier/readback"
 	"github.com/ambitkernel/ambit/verifier/verify"
 )
 
-// kernel is an in-test implementation of verify.Kernel.
-type kernel struct {
-	mu       sync.Mutex
-	recorded []*receiptv1.Envelope
-	err      error
-}
-
-var _ verify.Kernel = (*kernel)(nil)
-
-func (k *kernel) RecordReadback(_ context.Context, in *kernelv1.RecordReadbackRequest, _ ...grpc.CallOption) (*kernelv1.RecordReadbackResponse, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.err != nil {
-		return nil, k.err
-	}
-	k.recorded = append(k.recorded, in.GetReceipt())
-	return &kernelv1.RecordReadbackResponse{}, nil
-}
-
-var readAt = time.Date(2026, 3, 2, 10, 5, 0, 0, time.UTC)
-
-type signers struct {
-	kernel, action, verifier       *envelope.Signer
-	kernelPub, actionPub, verifPub ed25519.PublicKey
-}
-
-func newSigners(t *testing.T) signers {
+func newHandler(t *testing.T, s signers, k *kernel, specs map[string]readback.Spec) *verify.Handler {
 	t.Helper()
-	var s signers
-	gen := func(name string) (*envelope.Signer, ed25519.PublicKey) {
-		pub, priv, err := ed25519.GenerateKey(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return envelope.NewSigner(name, priv), pub
-	}
-	s.kernel, s.kernelPub = gen("kernel")
-	s.action, s.actionPub = gen("action")
-	s.verifier, s.verifPub = gen("verifier")
-	return s
-}
-
-func refund(minor int64) *contractv1.Action {
-	return &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{
-		ClaimId: "C-1001", PayeeId: "employee-7", ReasonCode: "approved-expense",
-		Amount: &contractv1.Money{CurrencyCode: "GBP", MinorUnits: minor},
-	}}}
-}
-
-func (s signers) envelopes(t *testing.T, effectMut func(*receiptv1.EffectReceipt)) (capEnv, effEnv *receiptv1.Envelope) {
-	t.Helper()
-	capEnv, err := s.kernel.Sign(&receiptv1.Capability{
-		CapabilityId: "cap-1", TaskId: "refund-claim-1001", Action: refund(1740), Destination: "claimant",
-		IdempotencyKey: "idem-1", ExpiresAt: timestamppb.New(readAt.Add(time.Hour)),
-	})
+	set, err := readback.Open(context.Background(), verify.ReadbacksKey, specs, "verifier")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eff := &receiptv1.EffectReceipt{
-		ReceiptId: "eff-1", CapabilityId: "cap-1", TaskId: "refund-claim-1001", IdempotencyKey: "idem-1",
-		Action: refund(1740), Destination: "claimant", RecordRef: "pay-1", Issuer: "action",
-	}
-	if effectMut != nil {
-		effectMut(eff)
-	}
-	effEnv, err = s.action.Sign(eff)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return capEnv, effEnv
-}
-
-type payment struct {
-	id, key, claim, payee string
-	minor                 int64
-}
-
-// writeLedger creates a payments ledger with the action adapter's schema
-// (written here independently) and rows.
-func writeLedger(t *testing.T, rows ...payment) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "payments.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE payments (
-		payment_id TEXT PRIMARY KEY, idempotency_key TEXT NOT NULL UNIQUE, capability_id TEXT NOT NULL,
-		task_id TEXT NOT NULL, claim_id TEXT NOT NULL, payee_id TEXT NOT NULL, destination TEXT NOT NULL,
-		currency TEXT NOT NULL, amount_minor INTEGER NOT NULL, executed_at TEXT NOT NULL,
-		action BLOB NOT NULL, receipt BLOB NOT NULL, recorded INTEGER NOT NULL DEFAULT 0)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range rows {
-		if _, err := db.Exec(`INSERT INTO payments VALUES (?, ?, 'cap-1', 'refund-claim-1001', ?, ?, 'claimant', 'GBP', ?,
-			'2026-03-02T10:00:00Z', x'', x'', 1)`, p.id, p.key, p.claim, p.payee, p.minor); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
-
-func newCore(t *testing.T, s signers, k *kernel, ledgerPath string) *verify.Handler {
-	t.Helper()
-	r, err := payments.Open(ledgerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	t.Cleanup(func() { _ = set.Close() })
 	core, err := verify.NewCore(verify.Deps{
 		Issuer: service.Issuer{
 			Identity: "verifier", Signer: s.verifier, Log: zap.NewNop(),
@@ -147,7 +41,7 @@ func newCore(t *testing.T, s signers, k *kernel, ledgerPath string) *verify.Hand
 		},
 		Keys:        envelope.Keyring{"kernel": s.kernelPub, "action": s.actionPub},
 		KernelKeyID: "kernel", ActionKeyID: "action",
-		Kernel: k, KernelTimeout: time.Second, Ledger: r,
+		Kernel: k, KernelTimeout: time.Second, Readbacks: set, ReadTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -155,50 +49,62 @@ func newCore(t *testing.T, s signers, k *kernel, ledgerPath string) *verify.Hand
 	return verify.NewHandler(core)
 }
 
+const (
+	verified = receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED
+	mismatch = receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH
+)
+
 func TestVerify(t *testing.T) {
-	ok := payment{"pay-1", "idem-1", "C-1001", "employee-7", 1740}
 	tests := []struct {
 		name     string
-		rows     []payment
-		effect   func(*receiptv1.EffectReceipt)
+		call     *contractv1.ToolCall
+		ref      string    // the effect receipt's record_ref
+		payments []payment // rows of the SQL target
+		credits  []credit  // records of the MCP upstream
 		status   receiptv1.ReadbackStatus
 		findings []string
 		found    int32
 	}{
-		{name: "verified", rows: []payment{ok}, status: receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED, found: 1},
-		{
-			name: "altered amount", rows: []payment{{"pay-1", "idem-1", "C-1001", "employee-7", 1741}},
-			status: receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH, found: 1,
-			findings: []string{"amount GBP 17.41 differs from the bound GBP 17.40"},
-		},
-		{
-			name: "doubled", rows: []payment{ok, {"pay-2", "idem-2", "C-1001", "employee-7", 1740}},
-			status: receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH, found: 1,
-			findings: []string{"2 payments found for claim C-1001"},
-		},
-		{
-			name: "missing", status: receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH,
-			findings: []string{"no payment found for idempotency key idem-1", "no payment found for claim C-1001"},
-		},
-		{
-			name: "effect receipt disagrees with the capability", rows: []payment{ok},
-			effect: func(e *receiptv1.EffectReceipt) { e.Action = refund(9999) },
-			status: receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH, found: 1,
-			findings: []string{"effect receipt action differs from the capability's"},
-		},
+		{name: "sql: verified", call: refundCall, ref: "pay-1", payments: []payment{paid}, status: verified, found: 1},
+		{name: "sql: edited row", call: refundCall, ref: "pay-1", payments: []payment{{"pay-1", "idem-1", "C-1001", "employee-8", 1740}},
+			status: mismatch, found: 1, findings: []string{"PAYEE_MISMATCH"}},
+		{name: "sql: missing row", call: refundCall, ref: "pay-1",
+			payments: []payment{{"pay-1", "idem-0", "C-1001", "employee-7", 1740}},
+			status:   mismatch, found: 0, findings: []string{"NOT_EXACTLY_ONE_EFFECT", "AMOUNT_MISMATCH:unevaluable"}},
+		{name: "sql: two rows", call: refundCall, ref: "pay-1", payments: []payment{paid, {"pay-2", "idem-1", "C-1001", "employee-7", 1740}},
+			status: mismatch, found: 2, findings: []string{"NOT_EXACTLY_ONE_EFFECT", "RECORD_REF_MISMATCH"}},
+		{name: "sql: wrong amount", call: refundCall, ref: "pay-1", payments: []payment{{"pay-1", "idem-1", "C-1001", "employee-7", 1741}},
+			status: mismatch, found: 1, findings: []string{"AMOUNT_MISMATCH", "AMOUNT_ABOVE_GRANT"}},
+		{name: "sql: another effect's record", call: refundCall, ref: "pay-7", payments: []payment{paid},
+			status: mismatch, found: 1, findings: []string{"RECORD_REF_MISMATCH"}},
+		// SQLite keeps a text in an INTEGER column: an order comparison
+		// with the granted amount cannot be evaluated, which is a finding,
+		// never a pass.
+		{name: "sql: unevaluable check", call: refundCall, ref: "pay-1", payments: []payment{{"pay-1", "idem-1", "C-1001", "employee-7", "lots"}},
+			status: mismatch, found: 1, findings: []string{"AMOUNT_MISMATCH", "AMOUNT_ABOVE_GRANT:unevaluable"}},
+		{name: "mcp: verified", call: creditCall, ref: "cr-1", credits: []credit{issued}, status: verified, found: 1},
+		{name: "mcp: wrong amount", call: creditCall, ref: "cr-1", credits: []credit{{"cr-1", "T-9", 5000, "idem-1"}},
+			status: mismatch, found: 1, findings: []string{"AMOUNT_MISMATCH"}},
+		{name: "mcp: missing", call: creditCall, ref: "cr-1", credits: []credit{{"cr-1", "T-9", 500, "idem-0"}},
+			status: mismatch, found: 0, findings: []string{"NOT_EXACTLY_ONE_EFFECT"}},
+		{name: "mcp: two records", call: creditCall, ref: "cr-1", credits: []credit{issued, {"cr-2", "T-8", 500, "idem-1"}},
+			status: mismatch, found: 2, findings: []string{"NOT_EXACTLY_ONE_EFFECT", "TICKET_MISMATCH", "RECORD_REF_MISMATCH"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSigners(t)
 			k := &kernel{}
-			h := newCore(t, s, k, writeLedger(t, tt.rows...))
-			capEnv, effEnv := s.envelopes(t, tt.effect)
+			h := newHandler(t, s, k, map[string]readback.Spec{
+				"refund":       refundReadback(writePayments(t, tt.payments...)),
+				"issue_credit": creditReadback(creditServer(t, tt.credits...), "effect.idempotency_key"),
+			})
+			capEnv, effEnv := s.envelopes(t, tt.call, tt.ref, nil)
 			resp, err := h.Verify(context.Background(), &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := &receiptv1.ReadbackReceipt{
-				ReceiptId: "rb-0001", CapabilityId: "cap-1", EffectReceiptId: "eff-1", TaskId: "refund-claim-1001",
+				ReceiptId: "rb-0001", CapabilityId: "cap-1", EffectReceiptId: "eff-1", TaskId: "task-1",
 				IdempotencyKey: "idem-1", Status: tt.status, Findings: tt.findings, RecordsFound: tt.found,
 				ReadAt: timestamppb.New(readAt), Issuer: "verifier",
 			}
@@ -222,44 +128,85 @@ func TestVerify(t *testing.T) {
 func TestVerifyRefusals(t *testing.T) {
 	s := newSigners(t)
 	other := newSigners(t)
-	ok := payment{"pay-1", "idem-1", "C-1001", "employee-7", 1740}
-	capEnv, effEnv := s.envelopes(t, nil)
-	forgedCap, forgedEff := other.envelopes(t, nil)
+	capEnv, effEnv := s.envelopes(t, refundCall, "pay-1", nil)
+	forgedCap, forgedEff := other.envelopes(t, refundCall, "pay-1", nil)
 	// An effect receipt signed with the kernel's key is still not the
 	// action adapter's.
-	kernelSignedEff, err := s.kernel.Sign(&receiptv1.EffectReceipt{ReceiptId: "eff-1"})
+	kernelSignedEff, err := s.kernel.Sign(effectOf(refundCall, "pay-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	kernelSignedEff.KeyId = "action"
+	_, otherEffect := s.envelopes(t, refundCall, "pay-1", func(e *receiptv1.EffectReceipt) {
+		e.CapabilityId, e.IdempotencyKey = "cap-2", "idem-2"
+		e.Call = &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"claim_id":"C-1001","payee_id":"employee-7","amount":{"minor_units":9999,"currency_code":"GBP"}}`}
+	})
+	// The same arguments written in another order are the same call.
+	_, reordered := s.envelopes(t, refundCall, "pay-1", func(e *receiptv1.EffectReceipt) {
+		e.Call = &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"payee_id": "employee-7", "claim_id": "C-1001", "amount": {"minor_units": 1740, "currency_code": "GBP"}}`}
+	})
+	notifyCap, notifyEff := s.envelopes(t, &contractv1.ToolCall{Tool: "notify", ArgumentsJson: `{"text":"done"}`}, "n-1", nil)
+	creditCap, creditEff := s.envelopes(t, creditCall, "cr-1", nil)
+
+	refunds := func(t *testing.T) string { return writePayments(t, paid) }
 	tests := []struct {
 		name     string
 		req      *verifierv1.VerifyRequest
 		kernel   *kernel
-		ledger   string
+		specs    func(t *testing.T) map[string]readback.Spec
+		after    func(t *testing.T, specs map[string]readback.Spec) // runs after the start
 		code     codes.Code
 		msg      string
+		reason   string
 		recorded bool
 	}{
 		{name: "no envelopes", req: &verifierv1.VerifyRequest{}, code: codes.InvalidArgument,
-			msg: "invalid request: capability is required; effect_receipt is required"},
+			msg: "invalid request: capability is required; effect_receipt is required", reason: "ERROR_REASON_INVALID_REQUEST"},
 		{name: "forged capability", req: &verifierv1.VerifyRequest{Capability: forgedCap, EffectReceipt: effEnv},
-			code: codes.PermissionDenied, msg: "capability does not verify"},
+			code: codes.PermissionDenied, msg: "capability does not verify", reason: "ERROR_REASON_CAPABILITY_INVALID"},
 		{name: "forged effect receipt", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: forgedEff},
-			code: codes.PermissionDenied, msg: "effect receipt does not verify"},
+			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: "ERROR_REASON_RECEIPT_INVALID"},
 		{name: "effect receipt under the wrong key", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: kernelSignedEff},
-			code: codes.PermissionDenied, msg: "effect receipt does not verify"},
+			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: "ERROR_REASON_RECEIPT_INVALID"},
 		{name: "capability and receipt swapped", req: &verifierv1.VerifyRequest{Capability: effEnv, EffectReceipt: capEnv},
-			code: codes.PermissionDenied, msg: "capability does not verify"},
-		{name: "ledger unreadable", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
-			ledger: filepath.Join(t.TempDir(), "missing.db"),
-			code:   codes.Unavailable, msg: "payments ledger unreadable: nothing was verified"},
+			code: codes.PermissionDenied, msg: "capability does not verify", reason: "ERROR_REASON_CAPABILITY_INVALID"},
+		{name: "effect receipt of another effect", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: otherEffect},
+			code: codes.InvalidArgument, reason: "ERROR_REASON_RECEIPT_MISMATCH",
+			msg: `effect receipt does not match the capability: capability_id "cap-2" is not the capability's "cap-1"; ` +
+				`idempotency_key "idem-2" is not the capability's "idem-1"; call.arguments_json differ from the capability's`},
+		{name: "no readback for the tool", req: &verifierv1.VerifyRequest{Capability: notifyCap, EffectReceipt: notifyEff},
+			code: codes.Unimplemented, msg: `no readback is declared for the tool: "notify"`, reason: "ERROR_REASON_NO_READBACK"},
+		{name: "an argument mapping that does not evaluate", req: &verifierv1.VerifyRequest{Capability: creditCap, EffectReceipt: creditEff},
+			specs: func(t *testing.T) map[string]readback.Spec {
+				return map[string]readback.Spec{"issue_credit": creditReadback(creditServer(t, issued), "args.ticket")}
+			},
+			code: codes.InvalidArgument, msg: "the capability's call does not fit its tool's readback: nothing was verified", reason: "ERROR_REASON_ARGUMENTS_INVALID"},
+		{name: "sql source unreadable", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
+			specs: func(t *testing.T) map[string]readback.Spec {
+				return map[string]readback.Spec{"refund": refundReadback(refunds(t))}
+			},
+			after: func(t *testing.T, specs map[string]readback.Spec) {
+				db, err := sqldb.Open(specs["refund"].SQL.Database)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.Exec(`DROP TABLE payments`); err != nil {
+					t.Fatal(err)
+				}
+			},
+			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: "ERROR_REASON_DEPENDENCY_UNAVAILABLE"},
+		{name: "mcp source refuses", req: &verifierv1.VerifyRequest{Capability: creditCap, EffectReceipt: creditEff},
+			specs: func(t *testing.T) map[string]readback.Spec {
+				return map[string]readback.Spec{"issue_credit": creditReadback(creditServer(t, issued), `""`)}
+			},
+			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: "ERROR_REASON_DEPENDENCY_UNAVAILABLE"},
 		{name: "kernel unreachable: receipt withheld", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
 			kernel: &kernel{err: status.Error(codes.Unavailable, "connection refused")},
-			code:   codes.Unavailable, msg: "kernel unreachable: the readback was not recorded"},
+			code:   codes.Unavailable, msg: "kernel unreachable: the readback was not recorded", reason: "ERROR_REASON_KERNEL_UNAVAILABLE"},
 		{name: "kernel refusal passes through", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
-			kernel: &kernel{err: status.Error(codes.FailedPrecondition, "commitment already closed")},
-			code:   codes.FailedPrecondition, msg: "commitment already closed"},
+			kernel: &kernel{err: kernelRefusal(t, codes.FailedPrecondition, "capability cap-1 is verified", "ERROR_REASON_CAPABILITY_USED")},
+			code:   codes.FailedPrecondition, msg: "capability cap-1 is verified", reason: "ERROR_REASON_CAPABILITY_USED"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,11 +214,15 @@ func TestVerifyRefusals(t *testing.T) {
 			if k == nil {
 				k = &kernel{}
 			}
-			ledger := tt.ledger
-			if ledger == "" {
-				ledger = writeLedger(t, ok)
+			specs := map[string]readback.Spec{"refund": refundReadback(refunds(t))}
+			if tt.specs != nil {
+				specs = tt.specs(t)
 			}
-			resp, err := newCore(t, s, k, ledger).Verify(context.Background(), tt.req)
+			h := newHandler(t, s, k, specs)
+			if tt.after != nil {
+				tt.after(t, specs)
+			}
+			resp, err := h.Verify(context.Background(), tt.req)
 			if resp != nil {
 				t.Errorf("Verify returned %v", resp)
 			}
@@ -279,11 +230,42 @@ func TestVerifyRefusals(t *testing.T) {
 			if st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Verify = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
+			if got := reason(st); got != tt.reason {
+				t.Errorf("ErrorInfo reason = %q, want %q", got, tt.reason)
+			}
 			if len(k.recorded) != 0 {
 				t.Error("a refused verification was recorded")
 			}
 		})
 	}
+	t.Run("arguments in another order are the same call", func(t *testing.T) {
+		k := &kernel{}
+		h := newHandler(t, s, k, map[string]readback.Spec{"refund": refundReadback(refunds(t))})
+		resp, err := h.Verify(context.Background(), &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: reordered})
+		if err != nil || resp.GetReceipt().GetStatus() != verified {
+			t.Errorf("Verify = %v, %v; want VERIFIED", resp.GetReceipt(), err)
+		}
+	})
+}
+
+// reason is the ErrorInfo reason of st ("" without one); its domain must
+// be ambit.
+func reason(st *status.Status) string {
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == "ambit" {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
+
+func kernelRefusal(t *testing.T, code codes.Code, msg, reason string) error {
+	t.Helper()
+	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "ambit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Err()
 }
 
 func TestNewCoreRefusesOneKeyForBoth(t *testing.T) {
@@ -291,9 +273,51 @@ func TestNewCoreRefusesOneKeyForBoth(t *testing.T) {
 	_, err := verify.NewCore(verify.Deps{
 		Issuer: service.Issuer{Identity: "verifier", Signer: s.verifier, Log: zap.NewNop()},
 		Keys:   envelope.Keyring{"kernel": s.kernelPub}, KernelKeyID: "kernel", ActionKeyID: "kernel",
-		Kernel: &kernel{}, KernelTimeout: time.Second, Ledger: nil,
+		Kernel: &kernel{}, KernelTimeout: time.Second, ReadTimeout: time.Second,
 	})
-	if err == nil || !strings.Contains(err.Error(), "same") {
-		t.Errorf("NewCore with one key for both = %v", err)
+	for _, w := range []string{"same", "no readbacks"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("NewCore = %v, want an error naming %q", err, w)
+		}
+	}
+}
+
+// TestVerifyConcurrently races verifications of both connectors through one
+// core: each is verified and recorded once.
+func TestVerifyConcurrently(t *testing.T) {
+	s := newSigners(t)
+	k := &kernel{}
+	h := newHandler(t, s, k, map[string]readback.Spec{
+		"refund":       refundReadback(writePayments(t, paid)),
+		"issue_credit": creditReadback(creditServer(t, issued), "effect.idempotency_key"),
+	})
+	refundCap, refundEff := s.envelopes(t, refundCall, "pay-1", nil)
+	creditCap, creditEff := s.envelopes(t, creditCall, "cr-1", nil)
+	const rounds = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*rounds)
+	for range rounds {
+		for _, req := range []*verifierv1.VerifyRequest{
+			{Capability: refundCap, EffectReceipt: refundEff},
+			{Capability: creditCap, EffectReceipt: creditEff},
+		} {
+			wg.Go(func() {
+				resp, err := h.Verify(context.Background(), req)
+				if err == nil && resp.GetReceipt().GetStatus() != verified {
+					err = fmt.Errorf("status %v, findings %v", resp.GetReceipt().GetStatus(), resp.GetReceipt().GetFindings())
+				}
+				errs <- err
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if len(k.recorded) != 2*rounds {
+		t.Errorf("%d receipts recorded, want %d", len(k.recorded), 2*rounds)
 	}
 }

@@ -1,6 +1,7 @@
-// Command ambit-verifier is the readback verifier: it checks the payments
-// ledger, read-only, against capabilities and effect receipts and signs
-// readback receipts. See package verify.
+// Command ambit-verifier is the readback verifier: it reads effects back
+// through each tool's declared read-only readback, checks them against
+// capabilities and effect receipts and signs readback receipts. See package
+// verify.
 //
 // Usage:
 //

@@ -1,0 +1,126 @@
+package readback
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+)
+
+// sqlConn reads rows of one table by key, read-only.
+type sqlConn struct {
+	path  string // key path of the declaration, for errors at open
+	spec  SQL
+	query string
+	db    *sql.DB
+}
+
+var _ connector = (*sqlConn)(nil)
+
+// open opens the database read-only and checks that the table and every
+// declared column exist, so that a misnamed one fails at start, naming its
+// key path, rather than at the first verification.
+func (c *sqlConn) open(ctx context.Context, _ string) error {
+	db, err := sqldb.OpenReadOnly(c.spec.Database)
+	if err != nil {
+		return fmt.Errorf("%s.database: %w", c.path, err)
+	}
+	if err := c.checkSchema(ctx, db); err != nil {
+		_ = db.Close()
+		return err
+	}
+	c.db = db
+	c.query = selectByKey(c.spec)
+	return nil
+}
+
+func (c *sqlConn) checkSchema(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, c.spec.Table)
+	if err != nil {
+		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
+	}
+	defer rows.Close()
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
+		}
+		// SQLite's names are case-insensitive.
+		have[strings.ToLower(name)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
+	}
+	if len(have) == 0 {
+		return fmt.Errorf("%s.table: no table %q in %s", c.path, c.spec.Table, c.spec.Database)
+	}
+	var errs []error
+	if !have[strings.ToLower(c.spec.KeyColumn)] {
+		errs = append(errs, fmt.Errorf("%s.key_column: no column %q in table %q", c.path, c.spec.KeyColumn, c.spec.Table))
+	}
+	for i, col := range c.spec.Columns {
+		if !have[strings.ToLower(col)] {
+			errs = append(errs, fmt.Errorf("%s.columns[%d]: no column %q in table %q", c.path, i, col, c.spec.Table))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// selectByKey is the one query of a declaration: its columns of the rows
+// under a key, in a stable order, at most one row beyond MaxRows. Every
+// column is qualified by its table: SQLite takes an unknown double-quoted
+// name alone for a string literal, so a column dropped after the start
+// would otherwise read as its own name instead of failing.
+func selectByKey(s SQL) string {
+	table := sqldb.Ident(s.Table)
+	cols := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		cols[i] = table + "." + sqldb.Ident(c)
+	}
+	list := strings.Join(cols, ", ")
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s.%s = ? ORDER BY %s LIMIT %d",
+		list, table, table, sqldb.Ident(s.KeyColumn), list, MaxRows+1)
+}
+
+func (c *sqlConn) read(ctx context.Context, in Input) (Reading, error) {
+	rows, err := c.db.QueryContext(ctx, c.query, in.Key)
+	if err != nil {
+		return Reading{}, fmt.Errorf("%w: %s: %w", ErrUnreadable, c.spec.Table, err)
+	}
+	defer rows.Close()
+	var out Reading
+	for rows.Next() {
+		vals := make([]any, len(c.spec.Columns))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return Reading{}, fmt.Errorf("%w: %s: %w", ErrUnreadable, c.spec.Table, err)
+		}
+		row := make(map[string]any, len(vals))
+		for i, col := range c.spec.Columns {
+			row[col] = vals[i]
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	if err := rows.Err(); err != nil {
+		return Reading{}, fmt.Errorf("%w: %s: %w", ErrUnreadable, c.spec.Table, err)
+	}
+	if len(out.Rows) > MaxRows {
+		out.Rows = out.Rows[:MaxRows]
+		out.Findings = append(out.Findings, FindingRowsOverLimit)
+	}
+	return out, nil
+}
+
+func (c *sqlConn) close() error {
+	if c.db == nil {
+		return nil
+	}
+	return c.db.Close()
+}
