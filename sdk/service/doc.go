@@ -16,9 +16,12 @@
 //     [Process]: TLS, receipt signer, the kernel connection and the server.
 //     [Process.Serve] serves the one listener ([ListenerName]) and writes
 //     its address file.
-//   - [Statuses] is a service's table from errors to gRPC statuses, with
-//     kernel refusals passed through; [Handle] is the request flow of a
-//     handler (validate, call the core as the caller, map the error).
+//   - [Statuses] is a service's table from errors to gRPC statuses and
+//     their reasons ([Rule]), with kernel refusals passed through; every
+//     refusal carries a google.rpc.ErrorInfo naming an
+//     ambit.error.v1.ErrorReason ([Error]; [Reason] reads it back).
+//     [Handle] is the request flow of a handler (validate, call the core
+//     as the caller, map the error).
 //   - [Issuer] is what every service's core needs to issue signed receipts
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
 //     random part of an identifier a service issues.
