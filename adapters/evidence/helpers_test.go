@@ -172,7 +172,7 @@ INSERT INTO attachments VALUES
 
 // database writes the test's tables into a new SQLite file and returns its
 // path and a read-write handle for changing rows.
-func database(t *testing.T) (string, *sql.DB) {
+func database(t testing.TB) (string, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "records.db")
 	db, err := sqldb.Open(path)
@@ -294,7 +294,7 @@ type fixture struct {
 
 // newFixture opens sources as the program does and builds a core on
 // them with a fixed clock and counting identifiers.
-func newFixture(t *testing.T, k evidence.Kernel, cfgs map[string]evidence.SourceConfig) *fixture {
+func newFixture(t testing.TB, k evidence.Kernel, cfgs map[string]evidence.SourceConfig) *fixture {
 	t.Helper()
 	sources, err := evidence.OpenSources(context.Background(), cfgs)
 	if err != nil {
