@@ -2,19 +2,19 @@ package evidence
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"io"
-	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
 	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/service"
 )
+
+// SourcesCheck is the name of the health probe of the sources.
+const SourcesCheck = "sources"
 
 // Run is the ambit-evidence program: it parses args (--config FILE,
 // optional --listen and --addr-file overrides), serves until ctx ends and
@@ -27,16 +27,14 @@ func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	})
 }
 
+// run opens the sources, then serves reads while watching records, until
+// ctx ends; the two stop together.
 func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
-	sources, dbs, err := openSources(ctx, cfg.Sources)
-	defer func() {
-		for _, db := range dbs {
-			_ = db.Close()
-		}
-	}()
+	sources, err := OpenSources(ctx, cfg.Sources)
 	if err != nil {
 		return err
 	}
+	defer CloseSources(sources)
 	core, err := NewCore(Deps{
 		Issuer:        p.Issuer(),
 		Kernel:        kernelv1.NewAdapterServiceClient(p.Kernel),
@@ -48,41 +46,18 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	}
 	evidencev1.RegisterEvidenceServiceServer(p.Server, NewHandler(core))
 	// A source that cannot be read makes the adapter NOT_SERVING: reads
-	// of it would all fail.
-	for name, src := range sources {
-		if c, ok := src.Connector.(interface{ Check(context.Context) error }); ok {
-			p.Check("source "+name, c.Check)
-		}
-	}
-	return p.Serve(ctx, zap.Int("sources", len(sources)))
-}
-
-// openSources opens every source read-only and proves its table readable.
-// The databases opened so far are returned also on error, for closing.
-func openSources(ctx context.Context, cfgs map[string]SourceConfig) (map[string]Source, []*sql.DB, error) {
-	sources := make(map[string]Source, len(cfgs))
-	var dbs []*sql.DB
-	for name, sc := range cfgs {
-		prov, err := ParseProvenance(sc.Provenance)
-		if err != nil {
-			return nil, dbs, fmt.Errorf("source %s: %w", name, err)
-		}
-		db, err := claims.OpenReadOnly(sc.Database)
-		if err != nil {
-			return nil, dbs, fmt.Errorf("source %s: %w", name, err)
-		}
-		dbs = append(dbs, db)
-		conn, err := claims.NewConnector(db, claims.Kind(sc.Kind))
-		if err != nil {
-			return nil, dbs, fmt.Errorf("source %s: %w", name, err)
-		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = conn.Check(cctx)
-		cancel()
-		if err != nil {
-			return nil, dbs, fmt.Errorf("source %s (%s): %w", name, sc.Database, err)
-		}
-		sources[name] = Source{Connector: conn, Provenance: prov}
-	}
-	return sources, dbs, nil
+	// of it would fail.
+	p.Check(SourcesCheck, core.Check)
+	interval := cfg.WatchInterval.D(DefaultWatchInterval)
+	gctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var g errgroup.Group
+	// Serve returns once ctx ends, or on a failure; either way the watcher
+	// stops with it.
+	g.Go(func() error {
+		defer stop()
+		return p.Serve(gctx, zap.Int("sources", len(sources)), zap.Duration("watch_interval", interval))
+	})
+	g.Go(func() error { core.Watch(gctx, interval); return nil })
+	return g.Wait()
 }

@@ -5,5 +5,7 @@
 // An expression is compiled and type-checked once, when its contract or
 // configuration is loaded ([Env.Compile]); evaluating it ([Program.Bool],
 // [Program.Value]) is a pure function of the variables it is given, with a
-// bounded cost.
+// bounded cost. [Program.Reads] names the fields of a variable an
+// expression reads, so that a configuration can refuse one that reads a
+// field it never declared.
 package expr

@@ -3,9 +3,12 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -102,6 +105,7 @@ const (
 type Program struct {
 	src  string
 	prg  cel.Program
+	ast  *cel.Ast
 	vars Variables
 }
 
@@ -138,7 +142,7 @@ func (e *Env) Compile(src string, want Result) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrCompile, src, err)
 	}
-	return &Program{src: src, prg: prg, vars: e.vars}, nil
+	return &Program{src: src, prg: prg, ast: ast, vars: e.vars}, nil
 }
 
 // String is the expression's source.
@@ -271,4 +275,81 @@ func (p *Program) eval(vars Vars) (ref.Val, error) {
 		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
 	}
 	return v, nil
+}
+
+// Reads names the keys of the map variable v that the expression reads by
+// name: record.a, record["b"], has(record.c), record.?d. whole is true
+// when it also uses v in a way that does not name a key (passed on
+// whole, indexed by a computed key, iterated), so any key may be read.
+// Configurations use it to refuse, at load, an expression over a field
+// that was never declared.
+func (p *Program) Reads(v string) (keys []string, whole bool) {
+	seen := map[string]bool{}
+	var walk func(e ast.Expr)
+	walk = func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.IdentKind:
+			if e.AsIdent() == v {
+				whole = true
+			}
+		case ast.SelectKind:
+			s := e.AsSelect()
+			if isIdent(s.Operand(), v) {
+				seen[s.FieldName()] = true
+				return
+			}
+			walk(s.Operand())
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) &&
+				len(args) == 2 && isIdent(args[0], v) {
+				if args[1].Kind() == ast.LiteralKind {
+					if k, ok := args[1].AsLiteral().Value().(string); ok {
+						seen[k] = true
+						return
+					}
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, a := range args {
+				walk(a)
+			}
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				walk(el)
+			}
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				walk(en.AsMapEntry().Key())
+				walk(en.AsMapEntry().Value())
+			}
+		case ast.StructKind:
+			for _, f := range e.AsStruct().Fields() {
+				walk(f.AsStructField().Value())
+			}
+		case ast.ComprehensionKind:
+			c := e.AsComprehension()
+			walk(c.IterRange())
+			walk(c.AccuInit())
+			// Inside the loop a variable of the same name hides v.
+			if c.IterVar() != v && c.IterVar2() != v && c.AccuVar() != v {
+				walk(c.LoopCondition())
+				walk(c.LoopStep())
+				walk(c.Result())
+			}
+		}
+	}
+	walk(p.ast.NativeRep().Expr())
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, whole
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	return e.Kind() == ast.IdentKind && e.AsIdent() == name
 }

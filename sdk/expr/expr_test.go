@@ -150,3 +150,37 @@ func TestMappingSeesNothingRead(t *testing.T) {
 		}
 	}
 }
+
+func TestReads(t *testing.T) {
+	rec := expr.MustEnv(expr.Record)
+	for _, tc := range []struct {
+		src   string
+		keys  []string
+		whole bool
+	}{
+		{src: `record.a`, keys: []string{"a"}},
+		{src: `double(record.total) <= 100.0 && record.currency == "GBP"`, keys: []string{"currency", "total"}},
+		{src: `record["b"] + record.a`, keys: []string{"a", "b"}},
+		{src: `has(record.c) ? record.c : "none"`, keys: []string{"c"}},
+		{src: `record.?d.orValue("x")`, keys: []string{"d"}},
+		{src: `record.a.b`, keys: []string{"a"}},
+		{src: `[record.a, record.b].size()`, keys: []string{"a", "b"}},
+		{src: `{"k": record.e}.k`, keys: []string{"e"}},
+		{src: `[1, 2].exists(x, x == record.f)`, keys: []string{"f"}},
+		{src: `"v" + string(record.row_version)`, keys: []string{"row_version"}},
+		{src: `size(record)`, whole: true},
+		{src: `record[record.k]`, keys: []string{"k"}, whole: true},
+		{src: `record.exists(k, k == "salary")`, whole: true},
+		{src: `["a"].exists(record, record == "a")`}, // the loop variable hides the record
+		{src: `true`},
+	} {
+		p, err := rec.Compile(tc.src, expr.Scalar)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tc.src, err)
+		}
+		keys, whole := p.Reads("record")
+		if diff := cmp.Diff(tc.keys, keys); diff != "" || whole != tc.whole {
+			t.Errorf("Reads(%q) = %v, %v; want %v, %v", tc.src, keys, whole, tc.keys, tc.whole)
+		}
+	}
+}

@@ -28,6 +28,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
@@ -487,28 +488,44 @@ var (
 var statuses = service.Statuses{
 	{Err: errUnreachable, Code: codes.Unavailable, Reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 	{Err: errInvalid, Code: codes.InvalidArgument, Reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, WithCauses: true},
-	{Err: errUnknown, Code: codes.NotFound, WithCauses: true},
+	{Err: errUnknown, Code: codes.NotFound, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE, WithCauses: true},
+}
+
+func TestStatusesValidate(t *testing.T) {
+	if err := statuses.Validate(); err != nil {
+		t.Errorf("Validate = %v", err)
+	}
+	bad := service.Statuses{
+		{Code: codes.NotFound, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
+		{Err: errUnknown, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
+		{Err: errInvalid, Code: codes.InvalidArgument},
+	}
+	err := bad.Validate()
+	for _, want := range []string{"statuses[0]: no error", "statuses[1] (unknown source): code OK", "statuses[2] (invalid request): no reason"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want it to name %q", err, want)
+		}
+	}
 }
 
 func TestStatuses(t *testing.T) {
 	internal := errors.New("disk on fire")
+	kernelRefusal := service.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT, "field salary is not granted")
 	tests := []struct {
-		name string
-		err  error
-		code codes.Code // OK: returned as it is
-		msg  string
-		// reason is the ErrorInfo reason the status must carry (domain
-		// "ambit"); empty: none.
-		reason string
+		name   string
+		err    error
+		code   codes.Code // OK: returned as it is
+		msg    string
+		reason errorv1.ErrorReason
 	}{
 		{name: "nil", err: nil},
 		{name: "kernel refusal passes unchanged", err: upstream.Classify(context.Background(), kernelRefusal, errUnreachable),
-			code: codes.PermissionDenied, msg: "field salary is not granted", reason: "ERROR_REASON_FIELDS_OUTSIDE_GRANT"},
+			code: codes.PermissionDenied, msg: "field salary is not granted", reason: errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT},
 		{name: "sentinel text only", err: upstream.Classify(context.Background(), status.Error(codes.Unavailable, "dial tcp: refused"), errUnreachable),
-			code: codes.Unavailable, msg: "kernel unreachable: nothing was done", reason: "ERROR_REASON_KERNEL_UNAVAILABLE"},
+			code: codes.Unavailable, msg: "kernel unreachable: nothing was done", reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 		{name: "with causes", err: errors.Join(errInvalid, errors.New("task_id is required")), code: codes.InvalidArgument,
-			msg: "invalid request\ntask_id is required", reason: "ERROR_REASON_INVALID_REQUEST"},
-		{name: "rule without a reason", err: errUnknown, code: codes.NotFound, msg: "unknown source", reason: "ERROR_REASON_UNSPECIFIED"},
+			msg: "invalid request\ntask_id is required", reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST},
+		{name: "second rule", err: errUnknown, code: codes.NotFound, msg: "unknown source", reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
 		{name: "unknown error stays internal", err: internal, code: codes.OK},
 	}
 	for _, tt := range tests {
@@ -530,28 +547,34 @@ func TestStatuses(t *testing.T) {
 			if !ok || st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
-			var infos []string
-			for _, d := range st.Details() {
-				if info, ok := d.(*errdetails.ErrorInfo); ok {
-					infos = append(infos, info.GetDomain()+"/"+info.GetReason())
-				}
-			}
-			if diff := cmp.Diff([]string{"ambit/" + tt.reason}, infos); diff != "" {
-				t.Errorf("ErrorInfo details (-want +got):\n%s", diff)
+			if r := service.Reason(got); r != tt.reason {
+				t.Errorf("reason = %v, want %v", r, tt.reason)
 			}
 		})
 	}
 }
 
-// kernelRefusal is a kernel's refusal with its own ErrorInfo detail.
-var kernelRefusal = func() error {
-	st, err := status.New(codes.PermissionDenied, "field salary is not granted").
-		WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_FIELDS_OUTSIDE_GRANT", Domain: "ambit"})
-	if err != nil {
-		panic(err)
+func TestErrorAndReason(t *testing.T) {
+	err := service.Error(codes.NotFound, errorv1.ErrorReason_ERROR_REASON_RECORD_NOT_FOUND, `no record "K-1"`)
+	st := status.Convert(err)
+	if st.Code() != codes.NotFound || st.Message() != `no record "K-1"` {
+		t.Errorf("status = %v %q", st.Code(), st.Message())
 	}
-	return st.Err()
-}()
+	want := []any{&errdetails.ErrorInfo{Reason: "ERROR_REASON_RECORD_NOT_FOUND", Domain: "ambit"}}
+	if diff := cmp.Diff(want, st.Details(), protocmp.Transform()); diff != "" {
+		t.Errorf("details (-want +got):\n%s", diff)
+	}
+	foreign, _ := status.New(codes.NotFound, "x").WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_RECORD_NOT_FOUND", Domain: "example.com"})
+	for name, e := range map[string]error{
+		"no status":      errors.New("plain"),
+		"no details":     status.Error(codes.NotFound, "x"),
+		"another domain": foreign.Err(),
+	} {
+		if r := service.Reason(e); r != errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+			t.Errorf("%s: Reason = %v, want UNSPECIFIED", name, r)
+		}
+	}
+}
 
 func TestHandle(t *testing.T) {
 	validate := func(req string) error {

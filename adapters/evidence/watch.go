@@ -1,0 +1,95 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+)
+
+// Watch reports state changes of the records tasks depend on as they
+// happen (coupling rule 3), until ctx ends: every interval it asks the
+// kernel which records it watches, reads the current state version of
+// each record of this adapter's sources, and reports every one that
+// differs from the version the kernel last saw — the empty version when
+// the record is gone. A failed poll is logged and retried at the next
+// interval; a record that cannot be read is never reported as gone.
+func (c *Core) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.poll(ctx)
+		}
+	}
+}
+
+// poll makes one pass over the watched records.
+func (c *Core) poll(ctx context.Context) {
+	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
+	watched, err := c.d.Kernel.WatchedRecords(kctx, &kernelv1.WatchedRecordsRequest{})
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			c.d.Log.Warn("watched records unavailable", zap.Error(err))
+		}
+		return
+	}
+	for _, w := range watched.GetRecords() {
+		if ctx.Err() != nil {
+			return
+		}
+		src, ok := c.d.Sources[w.GetSource()]
+		if !ok {
+			continue // another adapter's source
+		}
+		now, err := c.version(ctx, src, w.GetRecordKey())
+		if err != nil {
+			if ctx.Err() == nil {
+				c.d.Log.Warn("watched record unreadable", zap.String("source", w.GetSource()),
+					zap.String("record_key", w.GetRecordKey()), zap.Error(err))
+			}
+			continue
+		}
+		if now == w.GetStateVersion() {
+			continue
+		}
+		c.report(ctx, w, now)
+	}
+}
+
+// version is a record's current state version, "" when it is gone.
+func (c *Core) version(ctx context.Context, src Source, key string) (string, error) {
+	sctx, cancel := context.WithTimeout(ctx, c.d.SourceTimeout)
+	defer cancel()
+	rec, err := src.Connector.Read(sctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return rec.StateVersion, err
+}
+
+func (c *Core) report(ctx context.Context, w *kernelv1.WatchedRecord, version string) {
+	log := c.d.Log.With(zap.String("source", w.GetSource()), zap.String("record_key", w.GetRecordKey()),
+		zap.String("was", w.GetStateVersion()), zap.String("state_version", version))
+	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
+	defer cancel()
+	resp, err := c.d.Kernel.ReportStateChange(kctx, &kernelv1.ReportStateChangeRequest{
+		Source: w.GetSource(), RecordKey: w.GetRecordKey(), StateVersion: version,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			// The next poll sees the same difference and reports it again.
+			log.Warn("state change not reported", zap.Error(err))
+		}
+		return
+	}
+	log.Info("state change reported", zap.Bool("state_changed", resp.GetStateChanged()),
+		zap.Strings("revoked_capability_ids", resp.GetRevokedCapabilityIds()))
+}
