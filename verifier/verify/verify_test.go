@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
@@ -157,30 +157,30 @@ func TestVerifyRefusals(t *testing.T) {
 		after    func(t *testing.T, specs map[string]readback.Spec) // runs after the start
 		code     codes.Code
 		msg      string
-		reason   string
+		reason   errorv1.ErrorReason
 		recorded bool
 	}{
 		{name: "no envelopes", req: &verifierv1.VerifyRequest{}, code: codes.InvalidArgument,
-			msg: "invalid request: capability is required; effect_receipt is required", reason: "ERROR_REASON_INVALID_REQUEST"},
+			msg: "invalid request: capability is required; effect_receipt is required", reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST},
 		{name: "forged capability", req: &verifierv1.VerifyRequest{Capability: forgedCap, EffectReceipt: effEnv},
-			code: codes.PermissionDenied, msg: "capability does not verify", reason: "ERROR_REASON_CAPABILITY_INVALID"},
+			code: codes.PermissionDenied, msg: "capability does not verify", reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_INVALID},
 		{name: "forged effect receipt", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: forgedEff},
-			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: "ERROR_REASON_RECEIPT_INVALID"},
+			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: errorv1.ErrorReason_ERROR_REASON_RECEIPT_INVALID},
 		{name: "effect receipt under the wrong key", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: kernelSignedEff},
-			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: "ERROR_REASON_RECEIPT_INVALID"},
+			code: codes.InvalidArgument, msg: "effect receipt does not verify", reason: errorv1.ErrorReason_ERROR_REASON_RECEIPT_INVALID},
 		{name: "capability and receipt swapped", req: &verifierv1.VerifyRequest{Capability: effEnv, EffectReceipt: capEnv},
-			code: codes.PermissionDenied, msg: "capability does not verify", reason: "ERROR_REASON_CAPABILITY_INVALID"},
+			code: codes.PermissionDenied, msg: "capability does not verify", reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_INVALID},
 		{name: "effect receipt of another effect", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: otherEffect},
-			code: codes.InvalidArgument, reason: "ERROR_REASON_RECEIPT_MISMATCH",
+			code: codes.InvalidArgument, reason: errorv1.ErrorReason_ERROR_REASON_RECEIPT_MISMATCH,
 			msg: `effect receipt does not match the capability: capability_id "cap-2" is not the capability's "cap-1"; ` +
 				`idempotency_key "idem-2" is not the capability's "idem-1"; call.arguments_json differ from the capability's`},
 		{name: "no readback for the tool", req: &verifierv1.VerifyRequest{Capability: notifyCap, EffectReceipt: notifyEff},
-			code: codes.Unimplemented, msg: `no readback is declared for the tool: "notify"`, reason: "ERROR_REASON_NO_READBACK"},
+			code: codes.Unimplemented, msg: `no readback is declared for the tool: "notify"`, reason: errorv1.ErrorReason_ERROR_REASON_NO_READBACK},
 		{name: "an argument mapping that does not evaluate", req: &verifierv1.VerifyRequest{Capability: creditCap, EffectReceipt: creditEff},
 			specs: func(t *testing.T) map[string]readback.Spec {
 				return map[string]readback.Spec{"issue_credit": creditReadback(creditServer(t, issued), "args.ticket")}
 			},
-			code: codes.InvalidArgument, msg: "the capability's call does not fit its tool's readback: nothing was verified", reason: "ERROR_REASON_ARGUMENTS_INVALID"},
+			code: codes.InvalidArgument, msg: "the capability's call does not fit its tool's readback: nothing was verified", reason: errorv1.ErrorReason_ERROR_REASON_ARGUMENTS_INVALID},
 		{name: "sql source unreadable", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
 			specs: func(t *testing.T) map[string]readback.Spec {
 				return map[string]readback.Spec{"refund": refundReadback(refunds(t))}
@@ -195,18 +195,18 @@ func TestVerifyRefusals(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: "ERROR_REASON_DEPENDENCY_UNAVAILABLE"},
+			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE},
 		{name: "mcp source refuses", req: &verifierv1.VerifyRequest{Capability: creditCap, EffectReceipt: creditEff},
 			specs: func(t *testing.T) map[string]readback.Spec {
 				return map[string]readback.Spec{"issue_credit": creditReadback(creditServer(t, issued), `""`)}
 			},
-			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: "ERROR_REASON_DEPENDENCY_UNAVAILABLE"},
+			code: codes.Unavailable, msg: "readback source unreadable: nothing was verified", reason: errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE},
 		{name: "kernel unreachable: receipt withheld", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
 			kernel: &kernel{err: status.Error(codes.Unavailable, "connection refused")},
-			code:   codes.Unavailable, msg: "kernel unreachable: the readback was not recorded", reason: "ERROR_REASON_KERNEL_UNAVAILABLE"},
+			code:   codes.Unavailable, msg: "kernel unreachable: the readback was not recorded", reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 		{name: "kernel refusal passes through", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
-			kernel: &kernel{err: kernelRefusal(t, codes.FailedPrecondition, "capability cap-1 is verified", "ERROR_REASON_CAPABILITY_USED")},
-			code:   codes.FailedPrecondition, msg: "capability cap-1 is verified", reason: "ERROR_REASON_CAPABILITY_USED"},
+			kernel: &kernel{err: service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED, "capability cap-1 is verified")},
+			code:   codes.FailedPrecondition, msg: "capability cap-1 is verified", reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,8 +230,8 @@ func TestVerifyRefusals(t *testing.T) {
 			if st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Verify = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
-			if got := reason(st); got != tt.reason {
-				t.Errorf("ErrorInfo reason = %q, want %q", got, tt.reason)
+			if got := service.Reason(err); got != tt.reason {
+				t.Errorf("ErrorInfo reason = %v, want %v", got, tt.reason)
 			}
 			if len(k.recorded) != 0 {
 				t.Error("a refused verification was recorded")
@@ -246,26 +246,6 @@ func TestVerifyRefusals(t *testing.T) {
 			t.Errorf("Verify = %v, %v; want VERIFIED", resp.GetReceipt(), err)
 		}
 	})
-}
-
-// reason is the ErrorInfo reason of st ("" without one); its domain must
-// be ambit.
-func reason(st *status.Status) string {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == "ambit" {
-			return info.GetReason()
-		}
-	}
-	return ""
-}
-
-func kernelRefusal(t *testing.T, code codes.Code, msg, reason string) error {
-	t.Helper()
-	st, err := status.New(code, msg).WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "ambit"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Err()
 }
 
 func TestNewCoreRefusesOneKeyForBoth(t *testing.T) {
@@ -319,5 +299,11 @@ func TestVerifyConcurrently(t *testing.T) {
 	}
 	if len(k.recorded) != 2*rounds {
 		t.Errorf("%d receipts recorded, want %d", len(k.recorded), 2*rounds)
+	}
+}
+
+func TestStatusesTable(t *testing.T) {
+	if err := verify.Statuses().Validate(); err != nil {
+		t.Error(err)
 	}
 }

@@ -1,0 +1,4 @@
+package verify
+
+// Statuses exposes the package's error table to its tests.
+var Statuses = statuses
