@@ -4,6 +4,10 @@
 // way: [Open] read-write, [OpenReadOnly] for a path that must never write.
 // SQLite (a file path, or "sqlite:PATH") is the embedded default.
 //
-// [Ident] quotes a configured table or column name; names always come from
-// configuration checked at load, never from a request.
+// [CheckIdent] checks a configured table or column name, [Ident] quotes
+// one and [Column] qualifies a column by its table (SQLite reads an
+// unknown quoted name alone as a string, never as an error); names always
+// come from configuration checked at load, never from a request.
+// [TableColumns] and [HasColumn] check a declaration against the table
+// when a connector opens it.
 package sqldb

@@ -1,11 +1,13 @@
 package sqldb
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	// The pure-Go SQLite driver, registered as "sqlite".
@@ -78,6 +80,37 @@ func CheckIdent(name string) error {
 
 // Ident quotes a name CheckIdent accepted.
 func Ident(name string) string { return `"` + name + `"` }
+
+// Column is column of table, quoted and qualified by its table: use it for
+// every column a query selects or compares. SQLite takes an unknown
+// double-quoted name on its own for a string literal, so a column dropped
+// or misnamed would read as its own name; qualified, it is an error.
+func Column(table, column string) string { return Ident(table) + "." + Ident(column) }
+
+// TableColumns lists the columns of table as the database names them; a
+// table that does not exist has none.
+func TableColumns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return cols, rows.Err()
+}
+
+// HasColumn reports whether cols (from [TableColumns]) holds column,
+// compared as SQLite compares names: ignoring ASCII case.
+func HasColumn(cols []string, column string) bool {
+	return slices.ContainsFunc(cols, func(c string) bool { return strings.EqualFold(c, column) })
+}
 
 // redact hides a password in a URL-shaped connection string.
 func redact(dsn string) string {
