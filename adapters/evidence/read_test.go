@@ -395,6 +395,23 @@ func TestReadSourceUnavailable(t *testing.T) {
 	}
 }
 
+// TestReadColumnDroppedAfterStart: a declared column that disappears
+// after the source was opened fails the read as Unavailable and releases
+// nothing; unqualified, SQLite would have read the unknown name as text.
+func TestReadColumnDroppedAfterStart(t *testing.T) {
+	dbPath, db := database(t)
+	k := &kernel{}
+	f := newFixture(t, k, sqlSources(dbPath))
+	exec(t, db, `ALTER TABLE cases DROP COLUMN note`)
+	_, err := f.handler.Read(context.Background(), &evidencev1.ReadRequest{
+		TaskId: "t", Source: "cases_db", RecordKey: "K-1", Purpose: "p", Fields: []string{"total"},
+	})
+	checkRefusal(t, err, codes.Unavailable, errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE, "source unavailable: nothing was read")
+	if _, recorded, _ := k.calls(); len(recorded) != 0 {
+		t.Errorf("%d receipts recorded for a failed read", len(recorded))
+	}
+}
+
 func TestReadCallerCancelled(t *testing.T) {
 	dbPath, _ := database(t)
 	f := newFixture(t, &kernel{blockAuthz: true}, sqlSources(dbPath))

@@ -17,9 +17,9 @@ import (
 // dialect ($1, information_schema.columns) fits the same shape.
 type dialect struct {
 	placeholder func(n int) string
-	// selectColumn selects a column so that its stored value arrives as it
-	// is stored.
-	selectColumn func(name string) string
+	// selectColumn selects a column of table so that its stored value
+	// arrives as it is stored.
+	selectColumn func(table, name string) string
 	// tableColumns lists a table's columns; a missing table has none.
 	tableColumns func(ctx context.Context, db *sql.DB, table string) ([]string, error)
 }
@@ -30,24 +30,10 @@ func sqlite() dialect {
 		placeholder: func(int) string { return "?" },
 		// The driver turns text in DATE/DATETIME/TIMESTAMP columns into
 		// time values by the declared type; the no-op unary + drops the
-		// declared type, so the stored text arrives unchanged.
-		selectColumn: func(name string) string { return "+" + sqldb.Ident(name) },
-		tableColumns: func(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-			rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
-			if err != nil {
-				return nil, err
-			}
-			defer func() { _ = rows.Close() }()
-			var cols []string
-			for rows.Next() {
-				var c string
-				if err := rows.Scan(&c); err != nil {
-					return nil, err
-				}
-				cols = append(cols, c)
-			}
-			return cols, rows.Err()
-		},
+		// declared type, so the stored text arrives unchanged. Qualified,
+		// a column dropped after the start is an error, not its own name.
+		selectColumn: func(table, name string) string { return "+" + sqldb.Column(table, name) },
+		tableColumns: sqldb.TableColumns,
 	}
 }
 
@@ -85,9 +71,9 @@ func OpenSQL(ctx context.Context, path string, cfg SQLSource) (*SQLConnector, er
 	}
 	sel := make([]string, len(cfg.Columns))
 	for i, c := range cfg.Columns {
-		sel[i] = d.selectColumn(c)
+		sel[i] = d.selectColumn(cfg.Table, c)
 	}
-	table, key := sqldb.Ident(cfg.Table), sqldb.Ident(cfg.Key)
+	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
 	return &SQLConnector{
 		db:      db,
 		columns: slices.Clone(cfg.Columns),
@@ -107,11 +93,11 @@ func checkTable(ctx context.Context, d dialect, db *sql.DB, path string, cfg SQL
 		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
 	}
 	var errs []error
-	if !slices.Contains(have, cfg.Key) {
+	if !sqldb.HasColumn(have, cfg.Key) {
 		errs = append(errs, fmt.Errorf("%s.key: table %q has no column %q", path, cfg.Table, cfg.Key))
 	}
 	for i, c := range cfg.Columns {
-		if !slices.Contains(have, c) {
+		if !sqldb.HasColumn(have, c) {
 			errs = append(errs, fmt.Errorf("%s.columns[%d]: table %q has no column %q", path, i, cfg.Table, c))
 		}
 	}

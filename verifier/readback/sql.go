@@ -38,32 +38,19 @@ func (c *sqlConn) open(ctx context.Context, _ string) error {
 }
 
 func (c *sqlConn) checkSchema(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, c.spec.Table)
+	have, err := sqldb.TableColumns(ctx, db, c.spec.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
-	}
-	defer rows.Close()
-	have := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
-		}
-		// SQLite's names are case-insensitive.
-		have[strings.ToLower(name)] = true
-	}
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
 	}
 	if len(have) == 0 {
 		return fmt.Errorf("%s.table: no table %q in %s", c.path, c.spec.Table, c.spec.Database)
 	}
 	var errs []error
-	if !have[strings.ToLower(c.spec.KeyColumn)] {
+	if !sqldb.HasColumn(have, c.spec.KeyColumn) {
 		errs = append(errs, fmt.Errorf("%s.key_column: no column %q in table %q", c.path, c.spec.KeyColumn, c.spec.Table))
 	}
 	for i, col := range c.spec.Columns {
-		if !have[strings.ToLower(col)] {
+		if !sqldb.HasColumn(have, col) {
 			errs = append(errs, fmt.Errorf("%s.columns[%d]: no column %q in table %q", c.path, i, col, c.spec.Table))
 		}
 	}
@@ -72,18 +59,16 @@ func (c *sqlConn) checkSchema(ctx context.Context, db *sql.DB) error {
 
 // selectByKey is the one query of a declaration: its columns of the rows
 // under a key, in a stable order, at most one row beyond MaxRows. Every
-// column is qualified by its table: SQLite takes an unknown double-quoted
-// name alone for a string literal, so a column dropped after the start
-// would otherwise read as its own name instead of failing.
+// column is qualified by its table ([sqldb.Column]), so a column dropped
+// after the start fails the read instead of reading as its own name.
 func selectByKey(s SQL) string {
-	table := sqldb.Ident(s.Table)
 	cols := make([]string, len(s.Columns))
 	for i, c := range s.Columns {
-		cols[i] = table + "." + sqldb.Ident(c)
+		cols[i] = sqldb.Column(s.Table, c)
 	}
 	list := strings.Join(cols, ", ")
-	return fmt.Sprintf("SELECT %s FROM %s WHERE %s.%s = ? ORDER BY %s LIMIT %d",
-		list, table, table, sqldb.Ident(s.KeyColumn), list, MaxRows+1)
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? ORDER BY %s LIMIT %d",
+		list, sqldb.Ident(s.Table), sqldb.Column(s.Table, s.KeyColumn), list, MaxRows+1)
 }
 
 func (c *sqlConn) read(ctx context.Context, in Input) (Reading, error) {
