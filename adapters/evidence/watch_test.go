@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,12 @@ func TestWatchReportsStateChanges(t *testing.T) {
 	// Each change is reported once: the kernel now has the new versions.
 	k.afterPasses(t, 2)
 	_, _, reports := k.calls()
+	// The changes land while a pass may be in flight, so one pass can see
+	// some of them and the next the rest: the order of reports is not
+	// fixed, their set is.
+	slices.SortFunc(reports, func(a, b *kernelv1.ReportStateChangeRequest) int {
+		return strings.Compare(a.GetSource()+"/"+a.GetRecordKey(), b.GetSource()+"/"+b.GetRecordKey())
+	})
 	if diff := cmp.Diff(want, reports, protocmp.Transform()); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
 	}
