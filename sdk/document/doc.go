@@ -8,8 +8,8 @@
 // an error too: [Document.Decode] checks every key against the json tags of
 // the Go type it fills (exact case, not encoding/json's case-insensitive
 // match), and [Document.DecodeProto] against the message's fields. Every
-// such error is an [*Error] that names the line and the key path, e.g.
-// "line 7: sources.claims_db.kind: duplicate key (first at line 5)".
+// such error is an [*Error] that names the line and the key path,
+// e.g. "line 7: sources.records_db.sql.table: duplicate key (first at line 5)".
 //
 // JSON is read by the same parser (JSON is YAML), so JSON input gets the
 // same checks.

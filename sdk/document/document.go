@@ -18,7 +18,7 @@ type Error struct {
 	// Line is 1-based; 0 when the value did not come from the text (it
 	// was set with [Document.Set]) or the place is unknown.
 	Line int
-	// Path is the key path, e.g. "sources.claims_db.kind" or
+	// Path is the key path, e.g. "sources.records_db.sql.table" or
 	// "items[2].name"; empty for the document itself.
 	Path string
 	Msg  string

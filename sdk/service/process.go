@@ -308,7 +308,7 @@ func (p *Process) Close() error {
 }
 
 // NewID returns 16 random bytes in hex, the random part of every
-// identifier a service issues ("ev-…", "eff-…", "pay-…", "rb-…").
+// identifier a service issues ("ev-…", "eff-…", "rb-…").
 func NewID() string {
 	b := make([]byte, 16)
 	// crypto/rand.Read never fails on supported platforms (it panics

@@ -201,7 +201,7 @@ func (c *Call) Hash() string {
 }
 
 // Lookup returns the value at a dotted argument path, e.g. "amount" or
-// "payee.id".
+// "amount.currency_code".
 func (c *Call) Lookup(path string) (any, bool) {
 	var v any = c.Args
 	for _, part := range strings.Split(path, ".") {
