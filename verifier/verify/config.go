@@ -24,9 +24,9 @@ const (
 	DefaultReadTimeout = 5 * time.Second
 )
 
-// Config is the verifier's YAML configuration: the keys every service has
-// (listen is the VerifierService listener) and its own. Relative paths are
-// relative to the working directory.
+// Config is the verifier's YAML configuration: the keys every sidecar has
+// ([service.Config]; listen is the VerifierService listener) and its own.
+// Relative paths are relative to the working directory.
 type Config struct {
 	service.Config `json:",inline"`
 	// KernelKey is the key id (and PKI name) of the kernel's
