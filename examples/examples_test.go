@@ -13,15 +13,16 @@ import (
 	"github.com/ambitkernel/ambit/examples"
 	"github.com/ambitkernel/ambit/kernel/contract"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/document"
 	"github.com/ambitkernel/ambit/sdk/expr"
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/google/go-cmp/cmp"
-	"sigs.k8s.io/yaml"
 )
 
-// The configuration sections as tools-api documents them. Decoding is
-// strict, so a key outside these shapes fails the test.
+// The configuration sections in their documented shapes. Decoding is
+// strict (package document), so a key outside these shapes fails the
+// test.
 type (
 	evidenceConfig struct {
 		Sources map[string]evidenceSource `json:"sources"`
@@ -145,7 +146,8 @@ func load(t *testing.T, name, recordKey string, vars map[string]string) *domain 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := yaml.UnmarshalStrict(data, into); err != nil {
+		// The processes read their configuration this strictly too.
+		if err := document.Decode(data, into); err != nil {
 			t.Fatalf("%s/%s: %v", name, file, err)
 		}
 	}
