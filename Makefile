@@ -19,7 +19,7 @@ PACKAGES = $(addsuffix /...,$(MODULES))
 # The version --version prints; the build information supplies the rest.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
-BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambitctl ambit-demo
+BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambitctl ambit-demo supportdesk-mcp
 
 .PHONY: help
 help: ## Describe the targets
@@ -44,7 +44,8 @@ build: ## Build the binaries into bin/
 	@mkdir -p $(BIN)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
 		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action \
-		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo
+		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo \
+		./examples/supportdesk/cmd/supportdesk-mcp
 
 .PHONY: fuzz
 fuzz: ## Fuzz contract loading and evaluation for a minute
