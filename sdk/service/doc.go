@@ -25,9 +25,12 @@
 //   - [MainSidecar] and [Sidecar] are the same for a sidecar: its kernel
 //     connection, its one listener ([ListenerName]) and the kernel's health
 //     as its own.
-//   - [Statuses] is a service's table from errors to gRPC statuses, with
-//     kernel refusals passed through; [Handle] is the request flow of a
-//     handler (validate, call the core as the caller, map the error).
+//   - [Statuses] is a service's table from errors to gRPC statuses and
+//     their reasons ([Rule]), with kernel refusals passed through; every
+//     refusal carries a google.rpc.ErrorInfo naming an
+//     ambit.error.v1.ErrorReason ([Error]; [Reason] reads it back).
+//     [Handle] is the request flow of a handler (validate, call the core
+//     as the caller, map the error).
 //   - [Issuer] is what every service's core needs to issue signed receipts
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
 //     random part of an identifier a service issues.

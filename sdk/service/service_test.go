@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,7 +28,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
@@ -483,27 +486,46 @@ var (
 )
 
 var statuses = service.Statuses{
-	{Err: errUnreachable, Code: codes.Unavailable},
-	{Err: errInvalid, Code: codes.InvalidArgument, WithCauses: true},
-	{Err: errUnknown, Code: codes.NotFound, WithCauses: true},
+	{Err: errUnreachable, Code: codes.Unavailable, Reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
+	{Err: errInvalid, Code: codes.InvalidArgument, Reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, WithCauses: true},
+	{Err: errUnknown, Code: codes.NotFound, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE, WithCauses: true},
+}
+
+func TestStatusesValidate(t *testing.T) {
+	if err := statuses.Validate(); err != nil {
+		t.Errorf("Validate = %v", err)
+	}
+	bad := service.Statuses{
+		{Code: codes.NotFound, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
+		{Err: errUnknown, Reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
+		{Err: errInvalid, Code: codes.InvalidArgument},
+	}
+	err := bad.Validate()
+	for _, want := range []string{"statuses[0]: no error", "statuses[1] (unknown source): code OK", "statuses[2] (invalid request): no reason"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want it to name %q", err, want)
+		}
+	}
 }
 
 func TestStatuses(t *testing.T) {
 	internal := errors.New("disk on fire")
+	kernelRefusal := service.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT, "field salary is not granted")
 	tests := []struct {
-		name string
-		err  error
-		code codes.Code // OK: returned as it is
-		msg  string
+		name   string
+		err    error
+		code   codes.Code // OK: returned as it is
+		msg    string
+		reason errorv1.ErrorReason
 	}{
 		{name: "nil", err: nil},
-		{name: "kernel refusal passes unchanged", err: upstream.Classify(context.Background(), status.Error(codes.PermissionDenied, "field salary is not granted"), errUnreachable),
-			code: codes.PermissionDenied, msg: "field salary is not granted"},
+		{name: "kernel refusal passes unchanged", err: upstream.Classify(context.Background(), kernelRefusal, errUnreachable),
+			code: codes.PermissionDenied, msg: "field salary is not granted", reason: errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT},
 		{name: "sentinel text only", err: upstream.Classify(context.Background(), status.Error(codes.Unavailable, "dial tcp: refused"), errUnreachable),
-			code: codes.Unavailable, msg: "kernel unreachable: nothing was done"},
+			code: codes.Unavailable, msg: "kernel unreachable: nothing was done", reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 		{name: "with causes", err: errors.Join(errInvalid, errors.New("task_id is required")), code: codes.InvalidArgument,
-			msg: "invalid request\ntask_id is required"},
-		{name: "second rule", err: errUnknown, code: codes.NotFound, msg: "unknown source"},
+			msg: "invalid request\ntask_id is required", reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST},
+		{name: "second rule", err: errUnknown, code: codes.NotFound, msg: "unknown source", reason: errorv1.ErrorReason_ERROR_REASON_UNKNOWN_SOURCE},
 		{name: "unknown error stays internal", err: internal, code: codes.OK},
 	}
 	for _, tt := range tests {
@@ -525,7 +547,32 @@ func TestStatuses(t *testing.T) {
 			if !ok || st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
+			if r := service.Reason(got); r != tt.reason {
+				t.Errorf("reason = %v, want %v", r, tt.reason)
+			}
 		})
+	}
+}
+
+func TestErrorAndReason(t *testing.T) {
+	err := service.Error(codes.NotFound, errorv1.ErrorReason_ERROR_REASON_RECORD_NOT_FOUND, `no record "K-1"`)
+	st := status.Convert(err)
+	if st.Code() != codes.NotFound || st.Message() != `no record "K-1"` {
+		t.Errorf("status = %v %q", st.Code(), st.Message())
+	}
+	want := []any{&errdetails.ErrorInfo{Reason: "ERROR_REASON_RECORD_NOT_FOUND", Domain: "ambit"}}
+	if diff := cmp.Diff(want, st.Details(), protocmp.Transform()); diff != "" {
+		t.Errorf("details (-want +got):\n%s", diff)
+	}
+	foreign, _ := status.New(codes.NotFound, "x").WithDetails(&errdetails.ErrorInfo{Reason: "ERROR_REASON_RECORD_NOT_FOUND", Domain: "example.com"})
+	for name, e := range map[string]error{
+		"no status":      errors.New("plain"),
+		"no details":     status.Error(codes.NotFound, "x"),
+		"another domain": foreign.Err(),
+	} {
+		if r := service.Reason(e); r != errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+			t.Errorf("%s: Reason = %v, want UNSPECIFIED", name, r)
+		}
 	}
 }
 
