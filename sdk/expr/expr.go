@@ -8,6 +8,7 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 )
 
@@ -37,9 +38,15 @@ var (
 	Record = Variables{Maps: []string{"record"}}
 	// Readback expressions read what the readback query returned (rows,
 	// and result for a tool that returns one object), the call that was
-	// granted (args, call: tool, destination) and its effect (effect:
-	// idempotency_key, capability_id, task_id, record_ref).
+	// granted (args, call: tool, destination, record, state_version) and
+	// its effect (effect: id, idempotency_key, capability_id, task_id,
+	// record_ref).
 	Readback = Variables{Maps: []string{"args", "call", "effect", "result"}, Lists: []string{"rows"}}
+	// Mapping expressions compute the arguments of an upstream call made
+	// for a granted call (a readback's query arguments) before anything is
+	// read: they see only the call (args, call) and its effect (effect),
+	// so a mapping cannot depend on what the call itself returns.
+	Mapping = Variables{Maps: []string{"args", "call", "effect"}}
 )
 
 // Env is a compiled environment.
@@ -87,6 +94,8 @@ const (
 	Bool Result = iota + 1
 	// Scalar: a bool, int, uint, double or string (a derived value).
 	Scalar
+	// List: a list (e.g. the rows a readback takes from a tool's result).
+	List
 )
 
 // Program is a compiled expression.
@@ -119,6 +128,10 @@ func (e *Env) Compile(src string, want Result) (*Program, error) {
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: %q yields %s, want a bool, number or string", ErrCompile, src, out)
+		}
+	case List:
+		if out.Kind() != types.ListKind && !out.IsExactType(cel.DynType) {
+			return nil, fmt.Errorf("%w: %q yields %s, want a list", ErrCompile, src, out)
 		}
 	}
 	prg, err := e.env.Program(ast, cel.CostLimit(costLimit), cel.EvalOptions(cel.OptOptimize))
@@ -169,6 +182,77 @@ func (p *Program) Value(vars Vars) (any, error) {
 		return string(t), nil
 	}
 	return nil, fmt.Errorf("evaluate %q: yields %s, not a bool, number or string", p.src, v.Type().TypeName())
+}
+
+// List evaluates a list expression to its elements as plain Go values:
+// map[string]any for a map, []any for a list, and bool, int64, uint64,
+// float64, string, []byte or nil for the rest, as [Vars] take them.
+func (p *Program) List(vars Vars) ([]any, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.(traits.Lister); !ok {
+		return nil, fmt.Errorf("evaluate %q: yields %s, not a list", p.src, v.Type().TypeName())
+	}
+	out, err := native(v, 0)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
+	}
+	return out.([]any), nil
+}
+
+// maxNesting bounds how deep [native] follows maps and lists; the cost
+// limit already bounds how large a value an expression can build.
+const maxNesting = 64
+
+// native converts a CEL value to the plain Go value expressions take.
+func native(v ref.Val, depth int) (any, error) {
+	if depth > maxNesting {
+		return nil, fmt.Errorf("value nested deeper than %d", maxNesting)
+	}
+	switch t := v.(type) {
+	case types.Bool:
+		return bool(t), nil
+	case types.Int:
+		return int64(t), nil
+	case types.Uint:
+		return uint64(t), nil
+	case types.Double:
+		return float64(t), nil
+	case types.String:
+		return string(t), nil
+	case types.Bytes:
+		return []byte(t), nil
+	case types.Null:
+		return nil, nil
+	case traits.Mapper:
+		out := map[string]any{}
+		for it := t.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			key, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is %s, not string", k, k.Type().TypeName())
+			}
+			e, err := native(t.Get(k), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = e
+		}
+		return out, nil
+	case traits.Lister:
+		out := []any{}
+		for it := t.Iterator(); it.HasNext() == types.True; {
+			e, err := native(it.Next(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("a %s value has no plain form", v.Type().TypeName())
 }
 
 func (p *Program) eval(vars Vars) (ref.Val, error) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ambitkernel/ambit/sdk/expr"
 )
 
@@ -92,5 +94,59 @@ func TestCostIsBounded(t *testing.T) {
 	}
 	if _, err := p.Bool(expr.Vars{"args": map[string]any{"l": l}}); err == nil || !strings.Contains(err.Error(), "cost") {
 		t.Errorf("a runaway evaluation = %v, want a cost limit error", err)
+	}
+}
+
+func TestList(t *testing.T) {
+	rb := expr.MustEnv(expr.Readback)
+	result := map[string]any{
+		"credits": []any{
+			map[string]any{"id": "cr-1", "amount_minor": int64(1740), "tags": []any{"a", nil}, "ok": true},
+			map[string]any{"id": "cr-2", "amount_minor": uint64(1 << 63), "ratio": 0.5, "raw": []byte("x")},
+		},
+		"count": int64(2),
+	}
+	for _, tc := range []struct {
+		name, src string
+		want      []any
+		err       string // compile or evaluation error
+	}{
+		{name: "taken from the result", src: `result.credits`, want: result["credits"].([]any)},
+		{name: "filtered", src: `result.credits.filter(c, c.id == effect.idempotency_key)`, want: []any{result["credits"].([]any)[1]}},
+		{name: "built", src: `[{"n": result.count + 1, "s": "x"}]`, want: []any{map[string]any{"n": int64(3), "s": "x"}}},
+		{name: "empty", src: `[]`, want: []any{}},
+		{name: "not a list at compile time", src: `result.count + 1`, err: "want a list"},
+		{name: "not a list at run time", src: `result.count`, err: "not a list"},
+		{name: "missing key", src: `result.payments`, err: "no such key"},
+		{name: "no plain form", src: `[duration("1s")]`, err: "no plain form"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := rb.Compile(tc.src, expr.List)
+			if err == nil {
+				var got []any
+				got, err = p.List(expr.Vars{"result": result, "effect": map[string]any{"idempotency_key": "cr-2"}})
+				if err == nil && tc.err == "" {
+					if diff := cmp.Diff(tc.want, got); diff != "" {
+						t.Errorf("List (-want +got):\n%s", diff)
+					}
+					return
+				}
+			}
+			if tc.err == "" || err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one naming %q", tc.src, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestMappingSeesNothingRead(t *testing.T) {
+	m := expr.MustEnv(expr.Mapping)
+	if _, err := m.Compile(`effect.idempotency_key + args.claim_id + call.tool`, expr.Scalar); err != nil {
+		t.Errorf("a mapping over the call: %v", err)
+	}
+	for _, src := range []string{`result.id`, `size(rows)`} {
+		if _, err := m.Compile(src, expr.Scalar); !errors.Is(err, expr.ErrCompile) {
+			t.Errorf("mapping %s = %v, want ErrCompile", src, err)
+		}
 	}
 }
