@@ -2,17 +2,12 @@ package action
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/adapters/payments"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
@@ -21,10 +16,11 @@ import (
 )
 
 // Run is the ambit-action program: it parses args (--config FILE,
-// optional --listen and --addr-file overrides), serves and sweeps
-// unrecorded effects until ctx ends, and returns after a graceful stop.
-// Usage text goes to stdout. The [FailpointEnv] environment variable is
-// read here.
+// optional --listen and --addr-file overrides), opens the key table, the
+// state checks and the executors (a problem stops the start, naming its
+// key path), serves and sweeps unrecorded effects until ctx ends, and
+// returns after a graceful stop. Usage text goes to stdout. The
+// [FailpointEnv] environment variable is read here.
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	var cfg Config
 	// Main loads cfg before it calls the function.
@@ -38,26 +34,35 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar, afterCommit func()
 	if err != nil {
 		return err
 	}
-	ledger, err := payments.Open(ctx, cfg.PaymentsDatabase)
+	dbs := NewDatabases()
+	defer func() { _ = dbs.Close() }()
+	db, err := dbs.Open(cfg.Database)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ledger.Close() }()
-	claimsDB, err := openClaims(ctx, cfg.ClaimsDatabase)
+	keys, err := OpenKeys(ctx, db)
 	if err != nil {
 		return err
 	}
-	if claimsDB != nil {
-		defer func() { _ = claimsDB.Close() }()
+	checks, err := OpenStateChecks(ctx, cfg.StateChecks)
+	if err != nil {
+		return err
 	}
+	defer func() { _ = CloseStateChecks(checks) }()
+	executors, err := OpenExecutors(ctx, cfg.Executors, dbs, cfg.Identity)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = CloseExecutors(executors) }()
 	core, err := NewCore(Deps{
 		Issuer:        p.Issuer(),
 		KernelKeys:    envelope.Keyring{cfg.KernelKey: kernelKey},
 		KernelKeyID:   cfg.KernelKey,
 		Kernel:        kernelv1.NewAdapterServiceClient(p.Kernel),
 		KernelTimeout: cfg.KernelTimeout.D(service.DefaultKernelTimeout),
-		Ledger:        ledger,
-		Claims:        claimsDB,
+		Keys:          keys,
+		Executors:     executors,
+		StateChecks:   checks,
 		AfterCommit:   afterCommit,
 	})
 	if err != nil {
@@ -65,41 +70,31 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar, afterCommit func()
 	}
 	actionv1.RegisterActionServiceServer(p.Server, NewHandler(core))
 	if afterCommit != nil {
-		p.Log.Warn("failpoint armed: the process kills itself after the next payment commits",
+		p.Log.Warn("failpoint armed: the process kills itself after the next effect commits",
 			zap.String("failpoint", FailpointAfterCommit))
 	}
+	// What the adapter cannot read makes it NOT_SERVING: its key table
+	// (nothing can be executed), an sql executor's table, a state check's
+	// table (executions of those tools would all fail).
+	p.Check("database", keys.Check)
+	for tool, x := range executors {
+		if c, ok := x.(interface{ Check(context.Context) error }); ok {
+			p.Check("executor "+tool, c.Check)
+		}
+	}
+	for source, c := range checks {
+		p.Check("state check "+source, c.Check)
+	}
+	tools := sortedKeys(executors)
 	// The server and the sweep end together: when either returns, the
 	// group's context ends the other.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return p.Serve(gctx, zap.String("payments_database", cfg.PaymentsDatabase), zap.String("claims_database", cfg.ClaimsDatabase))
+		return p.Serve(gctx, zap.String("database", cfg.Database), zap.Strings("tools", tools),
+			zap.Strings("state_checks", sortedKeys(checks)))
 	})
 	g.Go(func() error {
 		return core.RunSweep(gctx, cfg.RecordSweepInterval.D(DefaultRecordSweepInterval))
 	})
 	return g.Wait()
-}
-
-// openClaims opens the claims database at path read-only and proves its
-// claims table readable, so that a wrong path fails at start-up rather
-// than every execution. An empty path is no database (nil).
-func openClaims(ctx context.Context, path string) (*sql.DB, error) {
-	if path == "" {
-		return nil, nil
-	}
-	db, err := claims.OpenReadOnly(path)
-	if err != nil {
-		return nil, err
-	}
-	table, err := claims.NewConnector(db, claims.KindClaims)
-	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = table.Check(cctx)
-		cancel()
-	}
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("claims_database %s: %w", path, err)
-	}
-	return db, nil
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -13,13 +15,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/adapters/payments"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"github.com/ambitkernel/ambit/sdk/upstream"
 )
 
@@ -32,7 +33,8 @@ type Kernel interface {
 
 var _ Kernel = kernelv1.AdapterServiceClient(nil)
 
-// Deps are what a [Core] needs. Now, NewID and AfterCommit may be nil.
+// Deps are what a [Core] needs. Now, NewID, StateChecks and AfterCommit
+// may be nil.
 type Deps struct {
 	// Issuer issues the effect receipts with the adapter's key; its log
 	// gets one line per effect.
@@ -45,22 +47,28 @@ type Deps struct {
 	Kernel Kernel
 	// KernelTimeout bounds each kernel call.
 	KernelTimeout time.Duration
-	// Ledger is the payments ledger the refunds are written to.
-	Ledger *payments.Ledger
-	// Claims, when set, is the claims database (read-only): a first
-	// execution is refused when the refund's claim is no longer at the
-	// capability's state version. Nil skips the check.
-	Claims *sql.DB
-	// AfterCommit, when set, runs right after a payment commits and before
-	// anything else; see [AfterCommitHook].
+	// Keys is the adapter's durable table of idempotency keys.
+	Keys *Keys
+	// Executors maps a tool name to the executor of its effects.
+	Executors map[string]Executor
+	// StateChecks maps a source name to the check of its records' state
+	// versions; a capability whose record lies in another source, or that
+	// binds no state version, is not checked.
+	StateChecks map[string]*StateCheck
+	// AfterCommit, when set, runs right after an effect is committed at
+	// its target and before anything else (its key is still Started, or,
+	// for an sql executor sharing the adapter's database, Done in the same
+	// transaction); see [AfterCommitHook].
 	AfterCommit func()
 }
 
-// Core executes refunds. It holds no per-request state and is safe for
-// concurrent use; the ledger's unique idempotency key, not a lock here,
-// keeps concurrent retries to one payment.
+// Core executes calls of declared tools. It is safe for concurrent use:
+// the key table's primary key, not a lock here, keeps a key to one
+// effect; the in-process lock per key only makes a retry racing its first
+// attempt wait for it.
 type Core struct {
-	d Deps
+	d     Deps
+	locks keyLocks
 }
 
 // NewCore checks d and returns a Core.
@@ -75,14 +83,43 @@ func NewCore(d Deps) (*Core, error) {
 	if d.KernelTimeout <= 0 {
 		errs = append(errs, errors.New("kernel timeout is not positive"))
 	}
-	if d.Ledger == nil {
-		errs = append(errs, errors.New("no payments ledger"))
+	if d.Keys == nil {
+		errs = append(errs, errors.New("no idempotency key table"))
+	}
+	if len(d.Executors) == 0 {
+		errs = append(errs, errors.New("no executors"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("new action core: %w", err)
 	}
 	d.Issuer = d.Issuer.WithDefaults()
-	return &Core{d: d}, nil
+	return &Core{d: d, locks: keyLocks{held: map[string]chan struct{}{}}}, nil
+}
+
+// attempt is one request being executed.
+type attempt struct {
+	caller     string
+	req        *actionv1.ExecuteRequest
+	capability *receiptv1.Capability
+	call       *toolcall.Call
+	executor   Executor
+	log        *zap.Logger
+}
+
+func (a *attempt) key() string { return a.req.GetIdempotencyKey() }
+
+// input is what the executor's mappings read, for the effect with id.
+func (a *attempt) input(effectID string) Input {
+	c := a.capability
+	return newInput(a.call, c.GetDestination(), c.GetRecord(), c.GetStateVersion(), a.key(), effectID,
+		c.GetCapabilityId(), c.GetTaskId())
+}
+
+func (a *attempt) entry(effectID string, now time.Time) Entry {
+	return Entry{
+		Key: a.key(), CapabilityID: a.capability.GetCapabilityId(), TaskID: a.capability.GetTaskId(),
+		Tool: a.call.Tool, CallHash: a.call.Hash(), EffectID: effectID, StartedAt: now,
+	}
 }
 
 // Execute performs one validated request (see [ValidateExecute]) for
@@ -91,14 +128,15 @@ func (c *Core) Execute(ctx context.Context, caller string, req *actionv1.Execute
 	log := c.d.Log.With(zap.String("caller", caller), zap.String("idempotency_key", req.GetIdempotencyKey()))
 	resp, err := c.execute(ctx, caller, req, log)
 	if err != nil {
-		log.Info("effect refused", zap.String("code", status.Code(statuses().Status(err)).String()), zap.Error(err))
+		st := status.Convert(statuses().Status(err))
+		log.Info("effect refused", zap.String("code", st.Code().String()), zap.String("reason", service.Reason(st.Err()).String()), zap.Error(err))
 		return nil, err
 	}
 	return resp, nil
 }
 
 func (c *Core) execute(ctx context.Context, caller string, req *actionv1.ExecuteRequest, log *zap.Logger) (*actionv1.ExecuteResponse, error) {
-	// The capability must verify before anything else is believed.
+	// The capability must verify before anything in it is believed.
 	var capability receiptv1.Capability
 	if err := c.d.KernelKeys.Open(req.GetCapability(), c.d.KernelKeyID, &capability); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCapabilityInvalid, err)
@@ -108,112 +146,272 @@ func (c *Core) execute(ctx context.Context, caller string, req *actionv1.Execute
 	if capability.GetHolder() != caller {
 		return nil, ErrNotHolder
 	}
-	log = log.With(zap.String("capability_id", capability.GetCapabilityId()), zap.String("task_id", capability.GetTaskId()))
-	key := req.GetIdempotencyKey()
-	if key != capability.GetIdempotencyKey() {
+	log = log.With(zap.String("capability_id", capability.GetCapabilityId()), zap.String("task_id", capability.GetTaskId()),
+		zap.String("tool", capability.GetCall().GetTool()))
+	if req.GetIdempotencyKey() != capability.GetIdempotencyKey() {
 		return nil, ErrKeyMismatch
 	}
-	existing, found, err := c.byKey(ctx, key)
+	// The adapter executes exactly the call the capability binds; the
+	// request carries nothing else that could change it.
+	call, err := toolcall.Parse(capability.GetCall().GetTool(), capability.GetCall().GetArgumentsJson())
+	if err != nil {
+		return nil, fmt.Errorf("%w: its call: %w", ErrCapabilityInvalid, err)
+	}
+	executor, ok := c.d.Executors[call.Tool]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrNoExecutor, call.Tool)
+	}
+	a := &attempt{caller: caller, req: req, capability: &capability, call: call, executor: executor, log: log}
+	unlock, err := c.locks.lock(ctx, a.key())
 	if err != nil {
 		return nil, err
 	}
-	if found && !proto.Equal(existing.Action, req.GetAction()) {
+	defer unlock()
+	entry, found, err := c.d.Keys.Get(ctx, a.key())
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return c.first(ctx, a)
+	}
+	if entry.CallHash != call.Hash() || entry.CapabilityID != capability.GetCapabilityId() {
 		return nil, ErrKeyReused
 	}
-	if !proto.Equal(req.GetAction(), capability.GetAction()) {
-		return nil, ErrEffectDiffers
-	}
-	// Expiry and freshness matter only for a first execution: a retry after
-	// either must still get the receipt of the effect that already happened.
-	if !found {
-		exp := capability.GetExpiresAt()
-		if exp == nil || c.d.Now().After(exp.AsTime()) {
-			return nil, ErrExpired
-		}
-		if err := c.checkFresh(ctx, &capability); err != nil {
-			return nil, err
-		}
-	}
-	first, err := c.redeem(ctx, req)
+	// A retry is redeemed too: the kernel is asked every time, so a
+	// capability it has closed or revoked is refused even when the effect
+	// exists.
+	first, err := c.redeem(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	if found && first {
-		// The kernel thinks nothing was executed under this capability yet
-		// the ledger has the payment (e.g. the kernel's store was reset).
-		// The payment stands and is not repeated; say so once.
-		log.Warn("kernel answered a first redemption for a key that already paid", zap.String("payment_id", existing.PaymentID))
+	if first {
+		// The kernel thinks nothing was executed under this capability
+		// yet the key has an attempt (e.g. the kernel's store was reset).
+		// The attempt stands and is not repeated; say so once.
+		log.Warn("kernel answered a first redemption for a key that has an attempt", zap.Stringer("state", entry.State))
 	}
-	p, repeated := existing, found
-	if !found {
-		p, repeated, err = c.commit(ctx, &capability, req)
+	return c.settle(ctx, a, entry, first)
+}
+
+// first is the first attempt at a key.
+func (c *Core) first(ctx context.Context, a *attempt) (*actionv1.ExecuteResponse, error) {
+	effectID := "eff-" + c.d.NewID()
+	// Every mapping is evaluated before anything is redeemed or sent: a
+	// call the executor cannot map spends nothing.
+	effect, err := a.executor.Prepare(a.input(effectID))
+	if err != nil {
+		return nil, err
+	}
+	// Expiry and the state check matter only for a first attempt: a retry
+	// after either must still settle the effect that may have happened.
+	exp := a.capability.GetExpiresAt()
+	if exp == nil || c.d.Now().After(exp.AsTime()) {
+		return nil, ErrExpired
+	}
+	if err := c.checkState(ctx, a.capability); err != nil {
+		return nil, err
+	}
+	first, err := c.redeem(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	// From here the effect is under way: finish it even if the caller
+	// goes away.
+	ctx = context.WithoutCancel(ctx)
+	entry := a.entry(effectID, c.d.Now().UTC())
+	if te, ok := effect.(txEffect); ok && te.DB() == c.d.Keys.DB() {
+		return c.doAtomic(ctx, a, te, entry, first)
+	}
+	if err := c.d.Keys.Start(ctx, entry); err != nil {
+		if errors.Is(err, ErrKeyTaken) {
+			// Another process started the key since it was read.
+			return c.settleTaken(ctx, a, first)
+		}
+		return nil, err
+	}
+	ref, err := effect.Do(ctx)
+	if err != nil {
+		return nil, c.failed(ctx, a, entry.EffectID, err)
+	}
+	return c.finish(ctx, a, entry, ref, first)
+}
+
+// doAtomic writes the effect's row and the key's Done row, with the
+// signed receipt, in one transaction of the shared database.
+func (c *Core) doAtomic(ctx context.Context, a *attempt, te txEffect, entry Entry, first bool) (*actionv1.ExecuteResponse, error) {
+	err := c.d.Keys.Tx(ctx, func(tx *sql.Tx) error {
+		ref, err := te.DoTx(ctx, tx)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if entry.Receipt, err = c.sign(a, entry.EffectID, ref); err != nil {
+			return err
+		}
+		return c.d.Keys.StartDone(ctx, tx, entry, entry.Receipt)
+	})
+	if errors.Is(err, ErrKeyTaken) {
+		return c.settleTaken(ctx, a, first)
+	}
+	if err != nil {
+		// The transaction rolled back: there is no attempt to remove.
+		return nil, c.failed(ctx, a, "", err)
+	}
+	if c.d.AfterCommit != nil {
+		c.d.AfterCommit()
+	}
+	entry.State = Done
+	return c.answer(ctx, a, entry, false, first)
+}
+
+// settleTaken settles a key another process wrote since it was read.
+func (c *Core) settleTaken(ctx context.Context, a *attempt, first bool) (*actionv1.ExecuteResponse, error) {
+	entry, found, err := c.d.Keys.Get(ctx, a.key())
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("idempotency key %q is taken but has no row", a.key())
+	}
+	if entry.CallHash != a.call.Hash() || entry.CapabilityID != a.capability.GetCapabilityId() {
+		return nil, ErrKeyReused
+	}
+	return c.settle(ctx, a, entry, first)
+}
+
+// settle answers a key that has an attempt: Done returns its receipt;
+// Started is resolved by the executor's target (see [Effect.Resolve]).
+func (c *Core) settle(ctx context.Context, a *attempt, entry Entry, first bool) (*actionv1.ExecuteResponse, error) {
+	if entry.State == Done {
+		return c.answer(ctx, a, entry, true, first)
+	}
+	effect, err := a.executor.Prepare(a.input(entry.EffectID))
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	ref, err := effect.Resolve(ctx)
+	if err != nil {
+		return nil, c.failed(ctx, a, entry.EffectID, err)
+	}
+	return c.finish(ctx, a, entry, ref, first)
+}
+
+// failed handles an attempt that did not complete. When the target
+// certainly holds nothing of it, the key's Started row for the attempt
+// (effectID; empty when none was written) is removed so that a retry is a
+// first attempt again; an effect in doubt is logged, since only the
+// verifier's readback can now tell whether it happened.
+func (c *Core) failed(ctx context.Context, a *attempt, effectID string, err error) error {
+	switch {
+	case errors.Is(err, ErrInDoubt):
+		a.log.Warn("effect in doubt: not attempted again", zap.String("executor", a.executor.Kind()), zap.Error(err))
+	case errors.Is(err, errNothingDone) && effectID != "":
+		if aerr := c.d.Keys.Abandon(ctx, a.key(), effectID); aerr != nil {
+			a.log.Warn("abandon attempt", zap.Error(aerr))
 		}
 	}
-	if err := c.record(ctx, p); err != nil {
-		log.Warn("effect committed but not recorded", zap.String("payment_id", p.PaymentID), zap.Error(err))
+	return err
+}
+
+// finish signs the receipt of an effect that happened and marks its key
+// Done.
+func (c *Core) finish(ctx context.Context, a *attempt, entry Entry, ref string, first bool) (*actionv1.ExecuteResponse, error) {
+	if c.d.AfterCommit != nil {
+		c.d.AfterCommit()
+	}
+	env, err := c.sign(a, entry.EffectID, ref)
+	if err != nil {
+		return nil, err
+	}
+	err = c.d.Keys.Finish(ctx, a.key(), env)
+	if errors.Is(err, ErrNotStarted) {
+		// Another process settled the same effect first: its receipt is
+		// the one.
+		return c.settleTaken(ctx, a, first)
+	}
+	if err != nil {
+		// The effect happened; the key stays Started and a retry settles
+		// it with the target.
+		return nil, err
+	}
+	entry.State, entry.Receipt = Done, env
+	return c.answer(ctx, a, entry, false, first)
+}
+
+// sign issues the effect receipt: exactly the capability's call.
+func (c *Core) sign(a *attempt, effectID, ref string) (*receiptv1.Envelope, error) {
+	env, err := c.d.Signer.Sign(&receiptv1.EffectReceipt{
+		ReceiptId:      effectID,
+		CapabilityId:   a.capability.GetCapabilityId(),
+		TaskId:         a.capability.GetTaskId(),
+		IdempotencyKey: a.key(),
+		Call:           a.capability.GetCall(),
+		Destination:    a.capability.GetDestination(),
+		RecordRef:      ref,
+		ExecutedAt:     timestamppb.New(c.d.Now().UTC()),
+		Issuer:         c.d.Identity,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sign effect receipt: %w", err)
+	}
+	return env, nil
+}
+
+// answer has the kernel log a Done key's receipt and returns it.
+func (c *Core) answer(ctx context.Context, a *attempt, entry Entry, repeated, first bool) (*actionv1.ExecuteResponse, error) {
+	if err := c.record(ctx, entry); err != nil {
+		a.log.Warn("effect committed but not recorded", zap.String("receipt_id", entry.EffectID), zap.Error(err))
 		return nil, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	var receipt receiptv1.EffectReceipt
-	if err := proto.Unmarshal(p.Receipt.GetPayload(), &receipt); err != nil {
-		return nil, fmt.Errorf("decode stored effect receipt of payment %s: %w", p.PaymentID, err)
+	if err := proto.Unmarshal(entry.Receipt.GetPayload(), &receipt); err != nil {
+		return nil, fmt.Errorf("decode stored effect receipt of key %q: %w", entry.Key, err)
 	}
-	log.Info("effect",
-		zap.String("payment_id", p.PaymentID),
+	a.log.Info("effect",
+		zap.String("executor", a.executor.Kind()),
 		zap.String("receipt_id", receipt.GetReceiptId()),
-		zap.Int64("amount_minor", p.AmountMinor),
-		zap.String("currency", p.Currency),
+		zap.String("record_ref", receipt.GetRecordRef()),
 		zap.Bool("repeated", repeated),
 		zap.Bool("first_redemption", first),
 	)
-	return &actionv1.ExecuteResponse{Receipt: &receipt, SignedReceipt: p.Receipt, Repeated: repeated}, nil
+	return &actionv1.ExecuteResponse{Receipt: &receipt, SignedReceipt: entry.Receipt, Repeated: repeated}, nil
 }
 
-// checkFresh refuses a refund whose claim is no longer at the state
+// checkState refuses a call whose record is no longer at the state
 // version the capability binds (see [StateChangedError]), before the
 // capability is redeemed, so that a stale decision spends nothing. It is
-// skipped without a claims database or when the capability binds no state
-// version.
-func (c *Core) checkFresh(ctx context.Context, capability *receiptv1.Capability) error {
-	decided := capability.GetStateVersion()
-	if c.d.Claims == nil || decided == "" {
+// skipped when the capability binds no record or version, or the record's
+// source has no state check.
+func (c *Core) checkState(ctx context.Context, capability *receiptv1.Capability) error {
+	decided, record := capability.GetStateVersion(), capability.GetRecord()
+	if decided == "" || record == "" {
 		return nil
 	}
-	claimID := capability.GetAction().GetRefund().GetClaimId()
-	current, err := claims.Version(ctx, c.d.Claims, claims.KindClaims, claimID)
+	source, key, ok := strings.Cut(record, "/")
+	check, configured := c.d.StateChecks[source]
+	if !ok || !configured {
+		return nil
+	}
+	current, found, err := check.Version(ctx, key)
 	switch {
-	case errors.Is(err, claims.ErrNotFound):
-		return &StateChangedError{ClaimID: claimID, Decided: decided}
 	case err != nil:
-		return fmt.Errorf("%w: %w", ErrClaimsUnreadable, err)
+		return fmt.Errorf("%w: %s: %w", ErrStateUnreadable, record, err)
+	case !found:
+		return &StateChangedError{Record: record, Decided: decided}
 	case current != decided:
-		return &StateChangedError{ClaimID: claimID, Decided: decided, Current: current}
+		return &StateChangedError{Record: record, Decided: decided, Current: current}
 	}
 	return nil
 }
 
-func (c *Core) byKey(ctx context.Context, key string) (payments.Payment, bool, error) {
-	p, err := c.d.Ledger.ByKey(ctx, key)
-	switch {
-	case errors.Is(err, payments.ErrNotFound):
-		return payments.Payment{}, false, nil
-	case err != nil:
-		return payments.Payment{}, false, err
-	}
-	return p, true, nil
-}
-
-// redeem redeems the capability at the kernel, also for a retry: the
-// kernel is asked every time, so a capability it has closed or revoked is
-// refused even when a payment exists.
-func (c *Core) redeem(ctx context.Context, req *actionv1.ExecuteRequest) (first bool, err error) {
+// redeem redeems the capability at the kernel for the caller.
+func (c *Core) redeem(ctx context.Context, a *attempt) (first bool, err error) {
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
 	resp, err := c.d.Kernel.RedeemCapability(kctx, &kernelv1.RedeemCapabilityRequest{
-		Capability:     req.GetCapability(),
-		Action:         req.GetAction(),
-		IdempotencyKey: req.GetIdempotencyKey(),
+		Capability:     a.req.GetCapability(),
+		IdempotencyKey: a.key(),
+		Holder:         a.caller,
 	})
 	if err != nil {
 		return false, upstream.Classify(ctx, err, ErrKernelUnreachable)
@@ -221,83 +419,56 @@ func (c *Core) redeem(ctx context.Context, req *actionv1.ExecuteRequest) (first 
 	return resp.GetFirst(), nil
 }
 
-// commit executes the refund: the signed effect receipt and the payment
-// are written in one transaction. When another call committed the same key
-// first, its payment is used instead and repeated is true.
-func (c *Core) commit(ctx context.Context, capability *receiptv1.Capability, req *actionv1.ExecuteRequest) (p payments.Payment, repeated bool, err error) {
-	refund := req.GetAction().GetRefund()
-	now := c.d.Now().UTC()
-	paymentID := "pay-" + c.d.NewID()
-	receipt := &receiptv1.EffectReceipt{
-		ReceiptId:      "eff-" + c.d.NewID(),
-		CapabilityId:   capability.GetCapabilityId(),
-		TaskId:         capability.GetTaskId(),
-		IdempotencyKey: req.GetIdempotencyKey(),
-		Action:         req.GetAction(),
-		Destination:    capability.GetDestination(),
-		RecordRef:      paymentID,
-		ExecutedAt:     timestamppb.New(now),
-		Issuer:         c.d.Identity,
-	}
-	env, err := c.d.Signer.Sign(receipt)
-	if err != nil {
-		return payments.Payment{}, false, fmt.Errorf("sign effect receipt: %w", err)
-	}
-	p = payments.Payment{
-		PaymentID:      paymentID,
-		IdempotencyKey: req.GetIdempotencyKey(),
-		CapabilityID:   capability.GetCapabilityId(),
-		TaskID:         capability.GetTaskId(),
-		ClaimID:        refund.GetClaimId(),
-		PayeeID:        refund.GetPayeeId(),
-		Destination:    capability.GetDestination(),
-		Currency:       refund.GetAmount().GetCurrencyCode(),
-		AmountMinor:    refund.GetAmount().GetMinorUnits(),
-		ExecutedAt:     now,
-		Action:         req.GetAction(),
-		Receipt:        env,
-	}
-	err = c.d.Ledger.Insert(ctx, p)
-	if errors.Is(err, payments.ErrDuplicate) {
-		// A concurrent retry won the race: continue as a retry of its
-		// payment, which must be for the same effect.
-		winner, found, err := c.byKey(ctx, req.GetIdempotencyKey())
-		if err != nil {
-			return payments.Payment{}, false, err
-		}
-		if !found {
-			return payments.Payment{}, false, fmt.Errorf("payment %s conflicts but key %q has no payment", paymentID, req.GetIdempotencyKey())
-		}
-		if !proto.Equal(winner.Action, req.GetAction()) {
-			return payments.Payment{}, false, ErrKeyReused
-		}
-		return winner, true, nil
-	}
-	if err != nil {
-		return payments.Payment{}, false, err
-	}
-	if c.d.AfterCommit != nil {
-		c.d.AfterCommit()
-	}
-	return p, false, nil
-}
-
-// record has the kernel log the payment's effect receipt (idempotent at
-// the kernel) and notes it in the ledger.
-func (c *Core) record(ctx context.Context, p payments.Payment) error {
-	// The money has moved: finish logging it even if the caller has gone.
+// record has the kernel log a Done key's receipt (idempotent at the
+// kernel) and notes it in the key table.
+func (c *Core) record(ctx context.Context, e Entry) error {
+	// The effect has happened: finish logging it even if the caller has
+	// gone.
 	ctx = context.WithoutCancel(ctx)
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
-	if _, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: p.Receipt}); err != nil {
-		return fmt.Errorf("record effect of payment %s: %w", p.PaymentID, err)
+	if _, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: e.Receipt}); err != nil {
+		return fmt.Errorf("record effect %s: %w", e.EffectID, err)
 	}
-	if !p.Recorded {
+	if !e.Recorded {
 		// The kernel has the receipt; failing to note that only means the
 		// sweep sends it once more.
-		if err := c.d.Ledger.MarkRecorded(ctx, p.PaymentID); err != nil {
-			c.d.Log.Warn("mark payment recorded", zap.String("payment_id", p.PaymentID), zap.Error(err))
+		if err := c.d.Keys.MarkRecorded(ctx, e.Key); err != nil {
+			c.d.Log.Warn("mark effect recorded", zap.String("receipt_id", e.EffectID), zap.Error(err))
 		}
 	}
 	return nil
+}
+
+// keyLocks serialises the executions of one idempotency key in this
+// process, so that a retry racing its first attempt waits for it instead
+// of finding its key Started and settling it at the same time.
+type keyLocks struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// lock waits until key is free or ctx ends.
+func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	for {
+		l.mu.Lock()
+		ch, busy := l.held[key]
+		if !busy {
+			ch = make(chan struct{})
+			l.held[key] = ch
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.held, key)
+				l.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }

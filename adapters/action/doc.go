@@ -1,54 +1,72 @@
 // Package action is the action adapter: it serves
-// ambit.action.v1.ActionService/Execute, paying refunds into the payments
-// ledger (package payments) only with a kernel capability that binds
-// exactly the requested effect, redeemed once, and answering every retry
-// with the first effect's signed receipt.
+// ambit.action.v1.ActionService/Execute, performing exactly the call a
+// kernel capability binds through the executor declared for its tool,
+// at most once per idempotency key, and answering every retry with the
+// first effect's signed receipt.
+//
+// Executors are configuration ([Config], [ExecutorConfig]): an sql
+// executor inserts one row into a table whose key column is UNIQUE, its
+// columns mapped by CEL over args, call and effect; an http executor POSTs
+// JSON with an Idempotency-Key header; an mcp executor calls a tool of an
+// upstream MCP server with mapped arguments. [OpenExecutors] checks each
+// against its target at start-up.
 //
 // An execution ([Core.Execute]) runs in this order:
 //
-//  1. The handler checks the request's shape ([ValidateExecute]); action
-//     types other than refund are Unimplemented.
+//  1. The handler checks the request's shape ([ValidateExecute]).
 //  2. The capability must verify against the kernel's key
-//     (PermissionDenied "capability does not verify"), and the request's
-//     idempotency key must be the capability's.
-//  3. The ledger is looked up by idempotency key. A payment for a different
-//     effect under the key is InvalidArgument "idempotency key already used
-//     for a different effect" and nothing else happens.
-//  4. The requested action must equal the capability's (PermissionDenied);
-//     a first execution also needs an unexpired capability
-//     (FailedPrecondition "capability expired") and, when a claims
-//     database is configured (claims_database, opened read-only), a claim
-//     still at the capability's state version: the refund's claim row is
-//     read before anything is redeemed, and a change since the decision is
-//     FailedPrecondition "claim C-1004 changed since the decision
-//     (claims-v42 → claims-v43): nothing was executed" ([StateChangedError];
-//     a claim that is gone too). A capability without a state version is
-//     not checked, nor is a retry of a payment that exists.
-//  5. The kernel redeems the capability (AdapterService/RedeemCapability),
-//     on every call including retries. A kernel that cannot be reached is
-//     Unavailable "kernel unreachable: nothing was executed"; its refusals
-//     pass through unchanged ([upstream.Refusal]).
-//  6. A first execution signs the effect receipt and inserts the payment
-//     with it in one transaction. The ledger's UNIQUE idempotency key keeps
-//     racing retries to one payment; the loser continues as a retry.
-//  7. Failpoint (crash tests only): when the environment variable
+//     (PermissionDenied CAPABILITY_INVALID), be presented by its holder
+//     (CAPABILITY_NOT_HOLDER) with its own idempotency key
+//     (InvalidArgument IDEMPOTENCY_KEY_MISMATCH), and its tool must have an
+//     executor (Unimplemented NO_EXECUTOR).
+//  3. The key table ([Keys], the adapter's own database) is read. A key
+//     used under another capability or for another call is InvalidArgument
+//     IDEMPOTENCY_KEY_REUSED and nothing else happens.
+//  4. A first attempt evaluates the executor's mappings (InvalidArgument
+//     ARGUMENTS_INVALID when the call does not fit), then needs an
+//     unexpired capability (FailedPrecondition CAPABILITY_EXPIRED) and,
+//     when a state check is configured for the source of the capability's
+//     record, the record still at the capability's state version
+//     (FailedPrecondition STATE_VERSION_CHANGED, [StateChangedError];
+//     Unavailable DEPENDENCY_UNAVAILABLE when it cannot be read). Nothing
+//     is redeemed or executed before these pass.
+//  5. The kernel redeems the capability (AdapterService/RedeemCapability,
+//     with the holder), on every call including retries. A kernel that
+//     cannot be reached is Unavailable KERNEL_UNAVAILABLE "kernel
+//     unreachable: nothing was executed"; its refusals pass through
+//     unchanged ([upstream.Refusal]).
+//  6. A first attempt writes its key Started, performs the effect, signs
+//     the effect receipt (the capability's call and destination, the
+//     target's record_ref, executed_at) and writes the key Done with it.
+//     An sql executor whose database is the adapter's own writes the
+//     effect's row and the Done key in one transaction instead. A failure
+//     that certainly left nothing at the target removes the Started key;
+//     Unavailable DEPENDENCY_UNAVAILABLE or FailedPrecondition
+//     TARGET_REFUSED answer it.
+//  7. A retry of a Done key returns its receipt (repeated). A retry of a
+//     Started key (a crash or failure between the effect and its receipt)
+//     is settled by the target ([Effect.Resolve]): an sql table's row for
+//     the key decides, an http request is sent again with the same
+//     Idempotency-Key, an mcp tool that takes the key is called again,
+//     and any other mcp tool is not called: FailedPrecondition
+//     EFFECT_IN_DOUBT, logged, and the verifier's readback decides.
+//  8. Failpoint (crash tests only): when the environment variable
 //     AMBIT_FAILPOINT ([FailpointEnv]) is "action.after-commit"
 //     ([FailpointAfterCommit]), the process sends itself SIGKILL right
-//     after the payment transaction commits, before anything else. Unset or
-//     any other value, it has no effect. See [AfterCommitHook].
-//  8. The kernel logs the effect receipt (AdapterService/RecordEffect,
+//     after an effect commits at its target, before anything else. Unset
+//     or any other value, it has no effect. See [AfterCommitHook].
+//  9. The kernel logs the effect receipt (AdapterService/RecordEffect,
 //     idempotent). Until it has, no receipt is returned: the answer is
-//     Unavailable "effect committed but not yet recorded; retry with the
-//     same idempotency key", and a retry returns the first receipt.
-//  9. The response carries the receipt, its signed envelope and repeated
-//     (true when the payment existed before this call).
+//     Unavailable EFFECT_NOT_RECORDED, and a retry returns the first
+//     receipt.
 //
 // A background sweep ([Core.RunSweep], started by [Run] and stopped with
 // it) re-sends receipts the kernel has not logged, so an effect is logged
 // even if the agent never retries.
 //
-// One JSON log line is written per effect: capability id, idempotency key,
-// payment id, amount in minor units and currency, and the repeated flag.
+// One log line is written per effect: capability, task, tool, executor,
+// idempotency key, receipt id, record_ref and the repeated flag; never the
+// call's arguments.
 //
 // [Run] is the ambit-action program; [Config] its configuration, [Policy]
 // its role policy (Execute: agent), [Handler] the gRPC handler.

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// sweepBatch bounds the payments one sweep pass re-sends.
+// sweepBatch bounds the receipts one sweep pass re-sends.
 const sweepBatch = 100
 
 // Sweep sends the kernel every effect receipt it has not logged yet (a
@@ -15,24 +15,24 @@ const sweepBatch = 100
 // returns how many it logged. A failure is logged and left for the next
 // pass.
 func (c *Core) Sweep(ctx context.Context) int {
-	pending, err := c.d.Ledger.Unrecorded(ctx, sweepBatch)
+	pending, err := c.d.Keys.Unrecorded(ctx, sweepBatch)
 	if err != nil {
-		c.d.Log.Warn("sweep: list unrecorded payments", zap.Error(err))
+		c.d.Log.Warn("sweep: list unrecorded effects", zap.Error(err))
 		return 0
 	}
 	n := 0
-	for _, p := range pending {
+	for _, e := range pending {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := c.record(ctx, p); err != nil {
-			c.d.Log.Warn("sweep: effect not recorded", zap.String("payment_id", p.PaymentID),
-				zap.String("idempotency_key", p.IdempotencyKey), zap.Error(err))
+		if err := c.record(ctx, e); err != nil {
+			c.d.Log.Warn("sweep: effect not recorded", zap.String("receipt_id", e.EffectID),
+				zap.String("idempotency_key", e.Key), zap.Error(err))
 			continue
 		}
 		n++
-		c.d.Log.Info("sweep: effect recorded", zap.String("payment_id", p.PaymentID),
-			zap.String("capability_id", p.CapabilityID), zap.String("idempotency_key", p.IdempotencyKey))
+		c.d.Log.Info("sweep: effect recorded", zap.String("receipt_id", e.EffectID),
+			zap.String("capability_id", e.CapabilityID), zap.String("idempotency_key", e.Key))
 	}
 	return n
 }

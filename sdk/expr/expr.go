@@ -50,6 +50,10 @@ var (
 	// read: they see only the call (args, call) and its effect (effect),
 	// so a mapping cannot depend on what the call itself returns.
 	Mapping = Variables{Maps: []string{"args", "call", "effect"}}
+	// Reply expressions read what an upstream call for a granted call
+	// answered (result: its JSON object) beside the call and its effect,
+	// e.g. the reference an executor's target gave the effect.
+	Reply = Variables{Maps: []string{"args", "call", "effect", "result"}}
 )
 
 // Env is a compiled environment.
@@ -99,6 +103,9 @@ const (
 	Scalar
 	// List: a list (e.g. the rows a readback takes from a tool's result).
 	List
+	// Plain: any value with a plain form (see [Program.Plain]), e.g. a
+	// field of a request body an executor sends.
+	Plain
 )
 
 // Program is a compiled expression.
@@ -204,6 +211,21 @@ func (p *Program) List(vars Vars) ([]any, error) {
 		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
 	}
 	return out.([]any), nil
+}
+
+// Plain evaluates an expression to its plain Go value, as [Program.List]
+// gives its elements: what encoding/json writes as the JSON value of the
+// same shape.
+func (p *Program) Plain(vars Vars) (any, error) {
+	v, err := p.eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	out, err := native(v, 0)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
+	}
+	return out, nil
 }
 
 // maxNesting bounds how deep [native] follows maps and lists; the cost

@@ -184,3 +184,56 @@ func TestReads(t *testing.T) {
 		}
 	}
 }
+
+func TestPlain(t *testing.T) {
+	m := expr.MustEnv(expr.Mapping)
+	vars := expr.Vars{
+		"args":   map[string]any{"amount": map[string]any{"currency_code": "GBP", "minor_units": int64(1740)}, "note": nil},
+		"effect": map[string]any{"idempotency_key": "k-1"},
+	}
+	for _, tc := range []struct {
+		src  string
+		want any
+		err  string
+	}{
+		{src: `args.amount`, want: map[string]any{"currency_code": "GBP", "minor_units": int64(1740)}},
+		{src: `args.amount.minor_units`, want: int64(1740)},
+		{src: `args.note`, want: nil},
+		{src: `[effect.idempotency_key, 2u, 0.5, true]`, want: []any{"k-1", uint64(2), 0.5, true}},
+		{src: `args.missing`, err: "no such key"},
+		{src: `duration("1s")`, err: "no plain form"},
+	} {
+		p, err := m.Compile(tc.src, expr.Plain)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", tc.src, err)
+		}
+		got, err := p.Plain(vars)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Plain(%q) = %v, %v; want an error naming %q", tc.src, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Plain(%q): %v", tc.src, err)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("Plain(%q) (-want +got):\n%s", tc.src, diff)
+		}
+	}
+}
+
+func TestReplySeesTheResult(t *testing.T) {
+	r := expr.MustEnv(expr.Reply)
+	p, err := r.Compile(`result.credit_id + "/" + effect.idempotency_key`, expr.Scalar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Value(expr.Vars{"result": map[string]any{"credit_id": "cr-9"}, "effect": map[string]any{"idempotency_key": "k-1"}})
+	if err != nil || got != "cr-9/k-1" {
+		t.Errorf("Value = %v, %v; want cr-9/k-1", got, err)
+	}
+	if _, err := r.Compile(`size(rows)`, expr.Scalar); !errors.Is(err, expr.ErrCompile) {
+		t.Errorf("a reply expression over rows = %v, want ErrCompile", err)
+	}
+}

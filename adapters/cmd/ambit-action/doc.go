@@ -1,5 +1,6 @@
-// Command ambit-action is the action adapter: it executes refunds into the
-// payments ledger under one-time kernel capabilities, idempotently, with
+// Command ambit-action is the action adapter: it performs calls of
+// declared tools through their configured executors (SQL, HTTP, MCP) under
+// one-time kernel capabilities, at most once per idempotency key, with
 // signed effect receipts. See package action.
 //
 // Usage:

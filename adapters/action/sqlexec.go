@@ -1,0 +1,395 @@
+package action
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/ambitkernel/ambit/sdk/expr"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+)
+
+// Databases opens each read-write database once per file, so that the
+// adapter's key table and the sql executors naming the same file share
+// one handle, and so one transaction. It is safe for concurrent use.
+type Databases struct {
+	mu     sync.Mutex
+	byFile map[string]*sql.DB
+}
+
+// NewDatabases returns an empty set; close it when done.
+func NewDatabases() *Databases { return &Databases{byFile: map[string]*sql.DB{}} }
+
+// Open opens dsn read-write (sqldb.Open), or returns the handle already
+// open on the same file.
+func (d *Databases) Open(dsn string) (*sql.DB, error) {
+	file, err := filepath.Abs(strings.TrimPrefix(dsn, "sqlite:"))
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", dsn, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if db, ok := d.byFile[file]; ok {
+		return db, nil
+	}
+	db, err := sqldb.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	d.byFile[file] = db
+	return db, nil
+}
+
+// Close closes every database opened.
+func (d *Databases) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for file, db := range d.byFile {
+		errs = append(errs, db.Close())
+		delete(d.byFile, file)
+	}
+	return errors.Join(errs...)
+}
+
+// sqlExecutor inserts one row per effect. The key column is UNIQUE in the
+// table (checked when opened), so the table refuses a second row for a
+// key whatever this adapter remembers.
+type sqlExecutor struct {
+	db *sql.DB
+	// columns are the mapped columns, sorted; mapped their expressions.
+	columns   []string
+	mapped    map[string]*expr.Program
+	recordRef *expr.Program
+	// insert writes a row (key first, then columns); lookup reads the
+	// columns of the row with a key; probe reads one key.
+	insert, lookup, probe string
+}
+
+var _ Executor = (*sqlExecutor)(nil)
+
+func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databases) (*sqlExecutor, error) {
+	cfg := c.sql
+	db, err := dbs.Open(cfg.Database)
+	if err != nil {
+		return nil, fmt.Errorf("%s.database: %w", path, err)
+	}
+	columns := sortedKeys(cfg.Columns)
+	if err := checkTargetTable(ctx, db, path, cfg, columns); err != nil {
+		return nil, err
+	}
+	quoted := make([]string, 0, len(columns)+1)
+	read := make([]string, 0, len(columns))
+	quoted = append(quoted, sqldb.Ident(cfg.KeyColumn))
+	for _, col := range columns {
+		quoted = append(quoted, sqldb.Ident(col))
+		// The no-op unary + drops the declared type, so the driver hands
+		// back the stored value rather than parse it (e.g. as a time).
+		read = append(read, "+"+sqldb.Ident(col))
+	}
+	table := sqldb.Ident(cfg.Table)
+	return &sqlExecutor{
+		db:        db,
+		columns:   columns,
+		mapped:    c.mapped,
+		recordRef: c.recordRef,
+		insert: fmt.Sprintf("INSERT INTO %s (%s) VALUES (?%s)", table, strings.Join(quoted, ", "),
+			strings.Repeat(", ?", len(columns))),
+		// LIMIT 2: the key is unique, so a second row would be a table
+		// that changed under the adapter.
+		lookup: fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(read, ", "), table, sqldb.Ident(cfg.KeyColumn)),
+		probe:  fmt.Sprintf("SELECT %s FROM %s LIMIT 1", sqldb.Ident(cfg.KeyColumn), table),
+	}, nil
+}
+
+// checkTargetTable checks that the table has every column written, that
+// every NOT NULL column without a default is written, and that the key
+// column is UNIQUE on its own.
+func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExecutor, columns []string) error {
+	type column struct {
+		notNull, hasDefault bool
+		pk                  int
+		typ                 string
+	}
+	have := map[string]column{}
+	rows, err := db.QueryContext(ctx, `SELECT name, "notnull", dflt_value IS NOT NULL, pk, upper(type) FROM pragma_table_info(?)`, cfg.Table)
+	if err != nil {
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+	}
+	var pkColumns []string
+	for rows.Next() {
+		var (
+			name string
+			c    column
+		)
+		if err := rows.Scan(&name, &c.notNull, &c.hasDefault, &c.pk, &c.typ); err != nil {
+			_ = rows.Close()
+			return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		}
+		have[name] = c
+		if c.pk > 0 {
+			pkColumns = append(pkColumns, name)
+		}
+	}
+	_ = rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+	}
+	if len(have) == 0 {
+		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+	}
+	var errs []error
+	if _, ok := have[cfg.KeyColumn]; !ok {
+		errs = append(errs, fmt.Errorf("%s.key_column: table %q has no column %q", path, cfg.Table, cfg.KeyColumn))
+	}
+	for _, col := range columns {
+		if _, ok := have[col]; !ok {
+			errs = append(errs, fmt.Errorf("%s.columns.%s: table %q has no column %q", path, col, cfg.Table, col))
+		}
+	}
+	for _, name := range sortedKeys(have) {
+		c := have[name]
+		// A lone INTEGER PRIMARY KEY is the row id, which SQLite assigns.
+		rowID := c.pk > 0 && len(pkColumns) == 1 && c.typ == "INTEGER"
+		if c.notNull && !c.hasDefault && !rowID && name != cfg.KeyColumn && !slices.Contains(columns, name) {
+			errs = append(errs, fmt.Errorf("%s.columns: column %q of table %q is NOT NULL without a default and is not mapped", path, name, cfg.Table))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	unique, err := uniqueAlone(ctx, db, cfg.Table, cfg.KeyColumn)
+	if err != nil {
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+	}
+	if !unique && !(len(pkColumns) == 1 && pkColumns[0] == cfg.KeyColumn) {
+		return fmt.Errorf("%s.key_column: column %q of table %q is not UNIQUE on its own: the table could hold two effects for one key", path, cfg.KeyColumn, cfg.Table)
+	}
+	return nil
+}
+
+// uniqueAlone reports whether a full (not partial) unique index of table
+// covers exactly column.
+func uniqueAlone(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, table)
+	if err != nil {
+		return false, err
+	}
+	var indexes []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return false, err
+		}
+		indexes = append(indexes, name)
+	}
+	_ = rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, err
+	}
+	for _, idx := range indexes {
+		var cols []sql.NullString
+		r, err := db.QueryContext(ctx, `SELECT name FROM pragma_index_info(?)`, idx)
+		if err != nil {
+			return false, err
+		}
+		for r.Next() {
+			var c sql.NullString
+			if err := r.Scan(&c); err != nil {
+				_ = r.Close()
+				return false, err
+			}
+			cols = append(cols, c)
+		}
+		_ = r.Close()
+		if err := r.Err(); err != nil {
+			return false, err
+		}
+		if len(cols) == 1 && cols[0].Valid && cols[0].String == column {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (x *sqlExecutor) Kind() string { return "sql" }
+
+// Check reads the target table.
+func (x *sqlExecutor) Check(ctx context.Context) error { return probe(ctx, x.db, x.probe) }
+
+// Prepare evaluates every column's expression.
+func (x *sqlExecutor) Prepare(in Input) (Effect, error) {
+	values := make([]any, len(x.columns))
+	for i, col := range x.columns {
+		v, err := x.mapped[col].Value(in.vars())
+		if err != nil {
+			return nil, fmt.Errorf("%w (columns.%s: %v)", ErrArguments, col, err)
+		}
+		values[i] = v
+	}
+	return &sqlEffect{x: x, in: in, values: values}, nil
+}
+
+type sqlEffect struct {
+	x      *sqlExecutor
+	in     Input
+	values []any
+}
+
+var _ txEffect = (*sqlEffect)(nil)
+
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (e *sqlEffect) DB() *sql.DB { return e.x.db }
+
+func (e *sqlEffect) Do(ctx context.Context) (string, error) { return e.write(ctx, e.x.db) }
+
+func (e *sqlEffect) DoTx(ctx context.Context, tx *sql.Tx) (string, error) { return e.write(ctx, tx) }
+
+// Resolve looks the key's row up: missing, the effect never happened and
+// is written now; present, it is this effect if it holds exactly the
+// values this call maps to, and otherwise in doubt.
+func (e *sqlEffect) Resolve(ctx context.Context) (string, error) {
+	row, found, err := e.read(ctx, e.x.db)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return e.Do(ctx)
+	}
+	return e.match(row)
+}
+
+func (e *sqlEffect) write(ctx context.Context, q querier) (string, error) {
+	_, err := q.ExecContext(ctx, e.x.insert, append([]any{e.in.Key}, e.values...)...)
+	if isUniqueViolation(err) {
+		// The table holds a row for the key already (or another unique
+		// column refuses this one): the row decides.
+		row, found, rerr := e.read(ctx, q)
+		switch {
+		case rerr != nil:
+			return "", rerr
+		case !found:
+			return "", fmt.Errorf("%w: %w: %w", ErrTargetRefused, errNothingDone, err)
+		}
+		return e.match(row)
+	}
+	if isConstraint(err) {
+		return "", fmt.Errorf("%w: %w: %w", ErrTargetRefused, errNothingDone, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %w: %w", ErrTargetUnavailable, errNothingDone, err)
+	}
+	row := make(map[string]any, len(e.values))
+	for i, col := range e.x.columns {
+		row[col] = e.values[i]
+	}
+	return recordRef(e.x.recordRef, e.in, row)
+}
+
+func (e *sqlEffect) read(ctx context.Context, q querier) (map[string]any, bool, error) {
+	rows, err := q.QueryContext(ctx, e.x.lookup, e.in.Key)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: look up key: %w", ErrTargetUnavailable, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var row map[string]any
+	for n := 0; rows.Next(); n++ {
+		if n > 0 {
+			return nil, false, fmt.Errorf("%w: the target holds two rows for the key", ErrInDoubt)
+		}
+		dest := make([]any, len(e.x.columns))
+		ptrs := make([]any, len(dest))
+		for i := range dest {
+			ptrs[i] = &dest[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, false, fmt.Errorf("%w: look up key: %w", ErrTargetUnavailable, err)
+		}
+		row = make(map[string]any, len(dest))
+		for i, col := range e.x.columns {
+			row[col] = plainSQL(dest[i])
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("%w: look up key: %w", ErrTargetUnavailable, err)
+	}
+	return row, row != nil, nil
+}
+
+// match accepts a row holding exactly the values this call maps to: the
+// same effect, written by an earlier attempt.
+func (e *sqlEffect) match(row map[string]any) (string, error) {
+	for i, col := range e.x.columns {
+		if !sameSQLValue(e.values[i], row[col]) {
+			return "", fmt.Errorf("%w: the target's row for the key differs in column %s", ErrInDoubt, col)
+		}
+	}
+	return recordRef(e.x.recordRef, e.in, row)
+}
+
+// plainSQL is a stored value as expressions take it.
+func plainSQL(v any) any {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return v
+}
+
+// sameSQLValue compares a mapped value with the stored one as SQLite
+// stores it: a bool as 0 or 1, numbers by value.
+func sameSQLValue(want, got any) bool {
+	norm := func(v any) any {
+		switch t := v.(type) {
+		case bool:
+			if t {
+				return int64(1)
+			}
+			return int64(0)
+		case uint64:
+			if t <= math.MaxInt64 {
+				return int64(t)
+			}
+		case []byte:
+			return string(t)
+		}
+		return v
+	}
+	w, g := norm(want), norm(got)
+	if w == g {
+		return true
+	}
+	// An INTEGER column stores an integral REAL as an integer, a REAL
+	// column an integer as a REAL: compare an int with a float by value.
+	wi, wInt := w.(int64)
+	gi, gInt := g.(int64)
+	wf, wFloat := w.(float64)
+	gf, gFloat := g.(float64)
+	switch {
+	case wInt && gFloat:
+		return float64(wi) == gf && gf == math.Trunc(gf) && int64(gf) == wi
+	case wFloat && gInt:
+		return wf == float64(gi) && wf == math.Trunc(wf) && int64(wf) == gi
+	}
+	return false
+}
+
+// isConstraint reports whether err is SQLite refusing a row by a
+// constraint (NOT NULL, CHECK, FOREIGN KEY).
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}

@@ -1,0 +1,139 @@
+package action_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ambitkernel/ambit/adapters/action"
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+)
+
+// accountsDB writes the system of record of the accounts source:
+// acct-7 at accounts-v42. It returns its path and the state check
+// configuration reading it.
+func accountsDB(t *testing.T) (string, map[string]action.StateCheckConfig) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "accounts.db")
+	runSQL(t, path,
+		`CREATE TABLE accounts (account_id TEXT PRIMARY KEY, owner TEXT NOT NULL, row_version INTEGER)`,
+		`INSERT INTO accounts VALUES ('acct-7', 'employee-7', 42)`)
+	return path, map[string]action.StateCheckConfig{
+		"accounts_db": {SQL: &action.SQLStateCheck{
+			Database: path, Table: "accounts", Key: "account_id",
+			StateVersion: `"accounts-v" + string(record.row_version)`, Columns: []string{"row_version"},
+		}},
+	}
+}
+
+// TestStateCheck: a first execution re-reads the capability's record and
+// refuses, before redeeming anything, when it is no longer at the bound
+// state version.
+func TestStateCheck(t *testing.T) {
+	reason := func(r errorv1.ErrorReason) string { return r.String() }
+	tests := []struct {
+		name string
+		// change runs on the accounts database after the adapter opened it.
+		change []string
+		// edit adjusts the capability.
+		edit func(*receiptv1.Capability)
+		want *refusal // nil: executed
+	}{
+		{name: "record unchanged"},
+		{
+			name:   "record edited since the decision",
+			change: []string{`UPDATE accounts SET owner = 'someone-else', row_version = 43`},
+			want: &refusal{codes.FailedPrecondition, "record accounts_db/acct-7 changed since the decision (accounts-v42 → accounts-v43): nothing was executed",
+				reason(errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED)},
+		},
+		{
+			name:   "record gone",
+			change: []string{`DELETE FROM accounts`},
+			want: &refusal{codes.FailedPrecondition, "record accounts_db/acct-7 is gone since the decision (accounts-v42): nothing was executed",
+				reason(errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED)},
+		},
+		{
+			name:   "table unreadable",
+			change: []string{`DROP TABLE accounts`},
+			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+		},
+		{
+			name:   "state version does not evaluate",
+			change: []string{`UPDATE accounts SET row_version = NULL`},
+			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+		},
+		{
+			name:   "capability binds no state version",
+			change: []string{`UPDATE accounts SET row_version = 43`},
+			edit:   func(c *receiptv1.Capability) { c.StateVersion = "" },
+		},
+		{
+			name:   "record of a source without a state check",
+			change: []string{`UPDATE accounts SET row_version = 43`},
+			edit:   func(c *receiptv1.Capability) { c.Record = "tickets/T-1" },
+		},
+		{
+			name:   "capability binds no record",
+			change: []string{`DELETE FROM accounts`},
+			edit:   func(c *receiptv1.Capability) { c.Record = "" },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, checks := accountsDB(t)
+			tg, _, _ := newTargets(t)
+			k := &kernel{}
+			f := newFixture(t, k, tg, options{checks: checks})
+			runSQL(t, path, tt.change...)
+			var edits []func(*receiptv1.Capability)
+			if tt.edit != nil {
+				edits = append(edits, tt.edit)
+			}
+			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs), edits...), "idem-1"))
+			rows := len(transfers(t, tg.targetDB()))
+			redeemed, _ := k.counts()
+			if tt.want == nil {
+				if err != nil || resp == nil || rows != 1 || redeemed != 1 {
+					t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
+				}
+				return
+			}
+			if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
+				t.Errorf("refusal (-want +got):\n%s", diff)
+			}
+			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
+				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
+			}
+		})
+	}
+}
+
+// TestRetryNotRechecked: once the effect happened, a retry returns its
+// receipt even though the record has changed since; a new capability
+// decided on the old version is refused.
+func TestRetryNotRechecked(t *testing.T) {
+	path, checks := accountsDB(t)
+	tg, _, _ := newTargets(t)
+	f := newFixture(t, &kernel{}, tg, options{checks: checks})
+	req := request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1")
+	first, err := f.h.Execute(agentCtx(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSQL(t, path, `UPDATE accounts SET row_version = 43`)
+	again, err := f.h.Execute(agentCtx(), req)
+	if err != nil {
+		t.Fatalf("retry after the record changed = %v, want the first receipt", err)
+	}
+	if !again.GetRepeated() || !proto.Equal(again.GetSignedReceipt(), first.GetSignedReceipt()) {
+		t.Error("retry did not return the first receipt")
+	}
+	other := request(f.keys.capability(t, "idem-2", toolCall("transfer", transferArgs)), "idem-2")
+	if _, err := f.h.Execute(agentCtx(), other); refusalOf(err).Reason != errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED.String() {
+		t.Errorf("new execution after the record changed = %v, want STATE_VERSION_CHANGED", err)
+	}
+}
