@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { DescMessage } from "@bufbuild/protobuf";
 import {
   NotAllowedError,
@@ -34,7 +34,6 @@ import {
   ReadbackStatus,
   type Envelope,
 } from "../src/gen/ambit/receipt/v1/receipt_pb.js";
-import { createClient } from "@connectrpc/connect";
 import { PURPOSE, REPO, bindTask, governance, skipLive, startStack, type Running } from "./stack.js";
 
 const CLAIM = "C-1001"; // employee-7's claim of GBP 17.40
