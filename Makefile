@@ -125,4 +125,4 @@ $(TOOLS)/staticcheck:
 
 .PHONY: clean
 clean: ## Remove build outputs
-	rm -rf $(BIN) $(TS_CLIENT)/dist
+	rm -rf $(BIN)
