@@ -32,6 +32,7 @@ const AMBITCTL = join(REPO, "bin", "ambitctl");
 const CONTRACT = join(REPO, "examples", "expense-refund", "contract.yaml");
 const START_TIMEOUT_MS = 120_000;
 const STOP_TIMEOUT_MS = 30_000;
+const CALL = { timeoutMs: 30_000 };
 export const GOVERNANCE = "policy-owner";
 export const PURPOSE = "expense-refund";
 
@@ -161,11 +162,11 @@ export async function bindTask(gov: Client<typeof GovernanceService>, claim: str
       kind: ItemKind.CONTRACT,
       contract,
     }),
-  });
-  const promoted = await gov.promoteItem({ canonItemId: id });
+  }, CALL);
+  const promoted = await gov.promoteItem({ canonItemId: id }, CALL);
   if (promoted.item?.class !== CanonClass.CANONICAL) {
     throw new Error(`contract ${id} is ${CanonClass[promoted.item?.class ?? 0]} after promotion: ${promoted.item?.reasons}`);
   }
-  await gov.bindTask({ taskId: task, contractItemId: id, agent });
+  await gov.bindTask({ taskId: task, contractItemId: id, agent }, CALL);
   return task;
 }
