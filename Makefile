@@ -21,6 +21,17 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
 BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambitctl ambit-demo supportdesk-mcp
 
+# The clients. Only Debian's /usr/bin/python3 has Debian's Python packages.
+# PROTOC_VERSION is the protoc the committed Python was generated with.
+PYTHON := /usr/bin/python3
+PYTHON_MODULES := grpc, google.protobuf, cryptography, yaml, pytest
+DEBIAN_PACKAGES := protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-grpc-tools \
+	python3-protobuf python3-cryptography python3-yaml python3-pytest
+PROTOC_VERSION := 3.21.12
+TS_CLIENT := clients/typescript
+TS_DEPS := $(TS_CLIENT)/node_modules/.installed
+GENERATED := proto/gen clients/python/ambit_client/gen $(TS_CLIENT)/src/gen
+
 .PHONY: help
 help: ## Describe the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,8 +41,16 @@ demo: build ## Run the expense-refund story end to end on SQLite and loopback
 	$(BIN)/ambit-demo --bin $(BIN)
 
 .PHONY: test
-test: ## Run every module's tests with the race detector
+test: test-go test-clients ## Run every test: Go, then the Python and TypeScript clients
+
+.PHONY: test-go
+test-go: ## Run every module's tests with the race detector
 	RAPID_CHECKS=1000 go test -race -count=1 -timeout 15m $(PACKAGES)
+
+.PHONY: test-clients
+test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clients' tests against a live stack
+	cd clients/python && $(PYTHON) -m pytest -q
+	cd $(TS_CLIENT) && node_modules/.bin/tsc && node --test dist/test/*.test.js
 
 .PHONY: bench
 bench: ## Print evaluator and networked benchmarks beside their baselines
@@ -52,14 +71,35 @@ fuzz: ## Fuzz contract loading and evaluation for a minute
 	go test -run '^$$' -fuzz FuzzLoadAndEvaluate -fuzztime 60s ./kernel/contract/
 
 .PHONY: generate
-generate: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc ## Regenerate Go from proto/
+generate: $(TOOLS)/buf $(TOOLS)/protoc-gen-go $(TOOLS)/protoc-gen-go-grpc protoc $(TS_DEPS) ## Regenerate Go, Python and TypeScript from proto/
 	$(TOOLS)/buf generate
 
 .PHONY: checkgenerate
 checkgenerate: generate ## Fail when committed generated code is stale
-	@if [ -n "$$(git status --porcelain -- proto/gen)" ]; then \
-		git status --porcelain -- proto/gen; \
+	@if [ -n "$$(git status --porcelain -- $(GENERATED))" ]; then \
+		git status --porcelain -- $(GENERATED); \
 		echo "generated code is stale: run make generate and commit"; exit 1; fi
+
+.PHONY: python-deps
+python-deps: ## Install Debian's Python packages for the Python client when missing
+	@$(PYTHON) -c 'import $(PYTHON_MODULES)' 2>/dev/null || $(MAKE) --no-print-directory debian-packages
+
+.PHONY: protoc
+protoc: ## Install protoc and grpc_python_plugin from Debian when missing; check protoc's version
+	@command -v protoc >/dev/null && command -v grpc_python_plugin >/dev/null || $(MAKE) --no-print-directory debian-packages
+	@protoc --version | grep -qx 'libprotoc $(PROTOC_VERSION)' || \
+		{ echo "protoc $(PROTOC_VERSION) is needed (the committed Python was generated with it); found: $$(protoc --version)"; exit 1; }
+
+.PHONY: debian-packages
+debian-packages:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES)
+
+# npm ci installs exactly the lockfile's versions; the stamp is newer than
+# both package files once it has run.
+$(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund
+	touch $@
 
 .PHONY: lint
 lint: $(TOOLS)/buf $(TOOLS)/staticcheck ## buf lint and format check, go vet, staticcheck
