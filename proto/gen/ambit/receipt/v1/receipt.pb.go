@@ -90,8 +90,9 @@ func (ReadbackStatus) EnumDescriptor() ([]byte, []int) {
 // exact bytes it was given and only then decodes them. To verify in any
 // language: rebuild that byte string from payload_type and payload, check
 // the signature with the Ed25519 public key named by key_id (each process
-// publishes its key as <key_id>.pub, 32 raw bytes, in its PKI folder), then
-// decode payload as the message named by payload_type.
+// publishes its key as <key_id>.sign.pub, PEM-encoded PKIX, in its PKI
+// folder and its peers'), then decode payload as the message named by
+// payload_type.
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Full name of the payload message, e.g. "ambit.receipt.v1.EffectReceipt".

@@ -31,8 +31,9 @@ export const file_ambit_receipt_v1_receipt: GenFile = /*@__PURE__*/
  * exact bytes it was given and only then decodes them. To verify in any
  * language: rebuild that byte string from payload_type and payload, check
  * the signature with the Ed25519 public key named by key_id (each process
- * publishes its key as <key_id>.pub, 32 raw bytes, in its PKI folder), then
- * decode payload as the message named by payload_type.
+ * publishes its key as <key_id>.sign.pub, PEM-encoded PKIX, in its PKI
+ * folder and its peers'), then decode payload as the message named by
+ * payload_type.
  *
  * @generated from message ambit.receipt.v1.Envelope
  */
