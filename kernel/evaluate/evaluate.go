@@ -433,9 +433,13 @@ func (d *Decision) sorted(in []string) []string {
 // contract's fields for a source that narrows none).
 func (d *Decision) fieldsOutside(ev []Evidence, c *Contract) []string {
 	global, col := newSet(c.Fields), d.collect()
+	narrows := false // no source narrows its fields: the seed's form
+	for j := range c.Sources {
+		narrows = narrows || c.Sources[j].Fields != nil
+	}
 	for i := range ev {
 		grant := global
-		for j := range c.Sources {
+		for j := 0; narrows && j < len(c.Sources); j++ {
 			if c.Sources[j].Name == ev[i].Source && c.Sources[j].Fields != nil {
 				grant = newSet(c.Sources[j].Fields)
 				break
@@ -453,7 +457,14 @@ func (d *Decision) fieldsOutside(ev []Evidence, c *Contract) []string {
 func (d *Decision) sourcesOutside(ev []Evidence, grant []Source) []string {
 	c := d.collect()
 	for i := range ev {
-		if !slices.ContainsFunc(grant, func(g Source) bool { return g.Name == ev[i].Source }) {
+		granted := false
+		for j := range grant {
+			if grant[j].Name == ev[i].Source {
+				granted = true
+				break
+			}
+		}
+		if !granted {
 			c.add(ev[i].Source)
 		}
 	}
