@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -85,6 +86,7 @@ func bars(p Panel) (*plot.Plot, error) {
 	// points high.
 	legend := min(0.6, (14*float64(len(p.Series))+16)/230)
 	pl.Y.Min, pl.Y.Max = 0, top/(1-legend)
+	pl.Y.Tick.Marker = plainTicks{}
 	pl.Legend.Top = true
 	// Swatches on the left: a viewer that substitutes a wider font pushes
 	// the text away from them, not over them.
@@ -117,4 +119,18 @@ func bars(p Panel) (*plot.Plot, error) {
 	}
 	pl.NominalX(labels...)
 	return pl, nil
+}
+
+// plainTicks are gonum's default ticks labelled without trailing zeros
+// ("50", not "50.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
+		}
+	}
+	return ticks
 }
