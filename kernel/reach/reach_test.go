@@ -67,7 +67,9 @@ func TestShippedProfiles(t *testing.T) {
 // TestFamilies derives each failure family from the contract alone, and
 // shows the coupling rule or narrowing that removes it.
 func TestFamilies(t *testing.T) {
-	untrusted := func(c *contractv1.Contract) { c.Evidence.Sources[0].Provenance = contractv1.Provenance_PROVENANCE_UNTRUSTED }
+	untrusted := func(c *contractv1.Contract) {
+		c.Evidence.Sources[0].Provenance = contractv1.Provenance_PROVENANCE_UNTRUSTED
+	}
 	tests := []struct {
 		name  string
 		edits []func(*contractv1.Contract)
@@ -188,7 +190,9 @@ func TestCompare(t *testing.T) {
 		}, nil, nil, nil},
 		{"a field", func(c *contractv1.Contract) { c.Evidence.Fields = append(c.Evidence.Fields, "salary") },
 			[]string{"E claims_db.salary: new", "E receipt_upload.salary: new"}, nil, []reach.Family{reach.Provenance, reach.FieldScope}},
-		{"a less trusted source", func(c *contractv1.Contract) { c.Evidence.Sources[0].Provenance = contractv1.Provenance_PROVENANCE_UNTRUSTED },
+		{"a less trusted source", func(c *contractv1.Contract) {
+			c.Evidence.Sources[0].Provenance = contractv1.Provenance_PROVENANCE_UNTRUSTED
+		},
 			[]string{
 				"E claims_db.claim_id: carries provenance; provenance TRUSTED -> UNTRUSTED",
 				"E claims_db.claimant_id: carries provenance; provenance TRUSTED -> UNTRUSTED",
