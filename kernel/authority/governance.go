@@ -48,11 +48,18 @@ func canonRefusal(err error) error {
 		"forged_decision": ErrInvalid, "identity_reuse": ErrExists, "unknown_item": ErrNotFound,
 		"not_authorised": ErrDenied, "self_promotion": ErrDenied,
 		"missing_provenance": ErrStale, "unresolved_conflict": ErrStale, "superseded": ErrStale,
+		"contraction_debt_unpaid": ErrStale,
 	}[canon.Code(err)]
 	if kind == nil {
 		return err
 	}
-	return &Refusal{Kind: kind, Reason: "LEDGER_" + upper(canon.Code(err)), Message: err.Error()}
+	reason := "LEDGER_" + upper(canon.Code(err))
+	if errors.Is(err, canon.ErrContractionDebtUnpaid) {
+		// Not a malformed transition but a promotion whose debt is
+		// outstanding: its own reason, so a client can ask for the record.
+		reason = "CONTRACTION_DEBT_UNPAID"
+	}
+	return &Refusal{Kind: kind, Reason: reason, Message: err.Error()}
 }
 
 func upper(s string) string {

@@ -35,6 +35,15 @@
 //   - A handoff is a DeriveHandoff: the child's contract is computed by
 //     [Intersect] from the parent and the declared filter, never declared,
 //     so it can only shrink.
+//   - Contraction debt: a contract that widens a predecessor (the item it
+//     supersedes, once promoted, or a CANONICAL contract bound to the same
+//     task) is promoted only when a CANONICAL debt record
+//     (ITEM_KIND_DEBT_RECORD) names both contracts and accepts the
+//     widening; otherwise the Promote is refused with
+//     [ErrContractionDebtUnpaid]. Widening is computed by package reach. A
+//     debt record is refused when proposed unless it names exactly the
+//     routes the widening adds or widens and the limits it relaxes, re-runs
+//     every failure family they touch and carries the approver's decision.
 //
 // # Classes are computed
 //
@@ -79,7 +88,8 @@
 //
 // # Fixtures
 //
-// The seed's eight fixtures and its four dangerous shortcuts ship as YAML in
+// The seed's eight fixtures, its four dangerous shortcuts and two of
+// contraction debt ship as YAML in
 // fixtures/ ([ShippedFixtures]); [LoadFixtures] and [LoadFixtureDir] read
 // others, [ParseFixture] decodes one strictly, and [Run] checks one,
 // reporting every step, class and contract it checks.

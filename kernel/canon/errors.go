@@ -44,6 +44,10 @@ var (
 	// ErrInvalidFilter refuses a handoff filter that cannot be intersected
 	// with its parent (e.g. a limit in another currency).
 	ErrInvalidFilter = errors.New("invalid handoff filter")
+	// ErrContractionDebtUnpaid refuses to promote a contract that widens a
+	// predecessor (the contract it supersedes, or a CANONICAL contract of
+	// the same task) while no CANONICAL debt record accepts the widening.
+	ErrContractionDebtUnpaid = errors.New("contraction debt unpaid")
 )
 
 // codes pairs each sentinel with its stable name. It is read-only.
@@ -67,6 +71,7 @@ func codes() []struct {
 		{"unresolved_conflict", ErrUnresolvedConflict},
 		{"superseded", ErrSuperseded},
 		{"invalid_filter", ErrInvalidFilter},
+		{"contraction_debt_unpaid", ErrContractionDebtUnpaid},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 const hashDomain = "ambit.canon.content.v1"
 
 // ContentHash returns the hex SHA-256 of item's content: the domain, the
-// kind's enum name, and either the contract (deterministic protobuf
+// kind's enum name, and the contract or debt record (deterministic protobuf
 // encoding) or the text. Metadata (provenance, scope, promotion, ...) is not
 // content and is not hashed: it is governed by transitions, not by the hash.
 //
@@ -26,13 +26,20 @@ func ContentHash(item *ledgerv1.CanonItem) (string, error) {
 		return "", err
 	}
 	var body []byte
-	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
+	switch item.GetKind() {
+	case ledgerv1.ItemKind_ITEM_KIND_CONTRACT:
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(item.GetContract())
 		if err != nil {
 			return "", fmt.Errorf("hash contract of %q: %w", item.GetCanonItemId(), err)
 		}
 		body = b
-	} else {
+	case ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD:
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(item.GetDebt())
+		if err != nil {
+			return "", fmt.Errorf("hash debt record of %q: %w", item.GetCanonItemId(), err)
+		}
+		body = b
+	default:
 		body = []byte(item.GetText())
 	}
 	h := sha256.New()
@@ -60,6 +67,12 @@ func checkContent(item *ledgerv1.CanonItem) error {
 		return fmt.Errorf("item %q: a contract item carries text: %w", item.GetCanonItemId(), ErrInvalidItem)
 	case item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetContract() != nil:
 		return fmt.Errorf("item %q: a %s item carries a contract: %w", item.GetCanonItemId(), item.GetKind(), ErrInvalidItem)
+	case item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD && item.GetDebt() == nil:
+		return fmt.Errorf("item %q: a debt record item has no debt record: %w", item.GetCanonItemId(), ErrInvalidItem)
+	case item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD && item.GetText() != "":
+		return fmt.Errorf("item %q: a debt record item carries text: %w", item.GetCanonItemId(), ErrInvalidItem)
+	case item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD && item.GetDebt() != nil:
+		return fmt.Errorf("item %q: a %s item carries a debt record: %w", item.GetCanonItemId(), item.GetKind(), ErrInvalidItem)
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"path"
 )
 
-// shipped holds the conformance fixtures: the seed's eight scenarios and
-// its four dangerous shortcuts.
+// shipped holds the conformance fixtures: the seed's eight scenarios, its
+// four dangerous shortcuts and two of contraction debt.
 //
 //go:embed fixtures/*.yaml
 var shipped embed.FS

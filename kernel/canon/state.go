@@ -117,6 +117,13 @@ func (s *State) propose(t Transition, auth Authorities) error {
 	if t.Item.GetHandoffParentRef() != "" || t.Item.GetHandoffFilterDeclared() {
 		return fmt.Errorf("item %q: handoff fields are set only by a handoff derivation: %w", t.Item.GetCanonItemId(), ErrForgedDecision)
 	}
+	if _, again := s.records[t.Item.GetCanonItemId()]; !again && t.Item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD {
+		// A repeated proposal is the identity rule's to judge (a no-op or a
+		// reuse), not the debt rule's.
+		if err := s.checkDebtRecord(t.Item); err != nil {
+			return err
+		}
+	}
 	return s.record(t, proto.CloneOf(t.Item), nil, auth)
 }
 
@@ -315,6 +322,11 @@ func (s *State) promote(t Transition, auth Authorities) error {
 		return fmt.Errorf("item %q conflicts with %q: %w", t.ItemID, it.GetConflictsWith(), ErrUnresolvedConflict)
 	case it.GetPromotionState() == ledgerv1.PromotionState_PROMOTION_STATE_APPROVED:
 		return nil // already approved: idempotent; the first approver stays on record
+	}
+	if it.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
+		if err := s.checkDebtPaid(it, auth); err != nil {
+			return err
+		}
 	}
 	it.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_APPROVED
 	it.PromotionAuthority = t.Actor

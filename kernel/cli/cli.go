@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,9 @@ func commands() map[string]command {
 	return map[string]command{
 		"suite":         {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
 		"eval":          {"evaluate one proposal file under one contract file", runEval},
+		"reach":         {"list a contract's routes, the component granting each, its failure families and Ω (several compare)", runReach},
+		"minimize":      {"run the removal test of --contract over --episodes and print the minimal contract", runMinimize},
+		"debt":          {"the contraction debt of widening OLD into NEW: routes added, families to re-run, review load", runDebt},
 		"dev init":      {"create a local CA and a key folder per process in DIR (--agent NAME adds an agent)", runDevInit},
 		"approve":       {"approve a pending approval as a governance identity", runApprove},
 		"reject":        {"reject a pending approval as a governance identity", runReject},
@@ -122,10 +126,16 @@ func parse(fs *flag.FlagSet, args []string) error {
 }
 
 func checkFormat(format string) error {
-	if format != "text" && format != "json" {
-		return fmt.Errorf("%w: --format must be text or json, got %q", ErrUsage, format)
+	return checkFormatOf(format, "text", "json")
+}
+
+// checkFormatOf refuses a --format outside allowed.
+func checkFormatOf(format string, allowed ...string) error {
+	if slices.Contains(allowed, format) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w: --format must be %s or %s, got %q", ErrUsage,
+		strings.Join(allowed[:len(allowed)-1], ", "), allowed[len(allowed)-1], format)
 }
 
 // protoJSON renders m as indented JSON with proto field names. protojson

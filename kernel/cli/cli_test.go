@@ -11,6 +11,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/cli"
+	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/google/go-cmp/cmp"
 )
@@ -56,7 +57,41 @@ func TestGolden(t *testing.T) {
 		{"eval-refund-call.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-call.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"eval-refund-call-other-payee.txt", []string{"eval", "--contract", coupled, "--proposal", filepath.Join(root, "examples/proposals/refund-call-other-payee.yaml"), "--now", "2030-01-01T00:00:00Z"}},
 		{"ledger-check.txt", []string{"ledger", "check"}},
+		{"suite.md", []string{"suite", "--format", "markdown"}},
+		{"suite.svg", []string{"suite", "--format", "svg"}},
+		{"reach-coupled.json", []string{"reach", "--format", "json", coupled}},
+		{"reach.svg", []string{"reach", "--format", "svg", "unrestricted", "action-only", "evidence-plus-action", "coupled", "coupled-strict"}},
+		{"minimize-unrestricted.json", []string{"minimize", "--contract", "unrestricted", "--episodes", "seed", "--format", "json"}},
+		{"minimize-coupled-all.txt", []string{"minimize", "--contract", "coupled", "--episodes", "all"}},
+		{"debt-coupled-unrestricted.json", []string{"debt", "coupled", "unrestricted", "--format", "json", "--episodes", "seed"}},
+		{"debt-coupled-evidence-plus-action.record.yaml", []string{"debt", "coupled", "evidence-plus-action", "--format", "record",
+			"--item-id", "DEBT-1", "--old-ref", "CTR-coupled", "--new-ref", "CTR-wide", "--decision", "accepted", "--rationale", "re-run on every shipped corpus"}},
 	}
+	// Every command on every shipped profile: reach and minimize of each,
+	// and the debt of widening each into the one the seed lists before it
+	// (and of the narrowing back, which owes nothing).
+	names := contract.ProfileNames()
+	for i, name := range names {
+		tests = append(tests,
+			struct {
+				name string
+				args []string
+			}{"reach-" + name + ".txt", []string{"reach", name}},
+			struct {
+				name string
+				args []string
+			}{"minimize-" + name + ".txt", []string{"minimize", "--contract", name, "--episodes", "seed"}})
+		if i > 0 {
+			tests = append(tests, struct {
+				name string
+				args []string
+			}{"debt-" + name + "-" + names[i-1] + ".txt", []string{"debt", name, names[i-1]}})
+		}
+	}
+	tests = append(tests, struct {
+		name string
+		args []string
+	}{"debt-unrestricted-coupled.txt", []string{"debt", "unrestricted", "coupled"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, tt.args...)
@@ -83,7 +118,7 @@ func TestErrors(t *testing.T) {
 		{"no command", nil, cli.ErrUsage, ""},
 		{"unknown command", []string{"frobnicate"}, cli.ErrUsage, "unknown command"},
 		{"eval without files", []string{"eval"}, cli.ErrUsage, "--contract"},
-		{"bad format", []string{"suite", "--format", "xml"}, cli.ErrUsage, "text or json"},
+		{"bad format", []string{"eval", "--format", "xml"}, cli.ErrUsage, "text or json"},
 		{"bad time", []string{"eval", "--contract", bad, "--proposal", bad, "--now", "yesterday"}, cli.ErrUsage, "--now"},
 		{"malformed contract", []string{"eval", "--contract", bad, "--proposal", filepath.Join(root, "examples/proposals/refund-17-40.yaml")}, nil, "binding.subject"},
 		{"dev init without dir", []string{"dev", "init"}, cli.ErrUsage, "DIR"},

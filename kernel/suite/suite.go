@@ -11,6 +11,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/reach"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/ambitkernel/ambit/sdk/document"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -21,20 +22,31 @@ var Now = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Corpus names.
 const (
-	Seed     = "seed"
-	Extended = "extended"
+	Seed      = "seed"
+	Extended  = "extended"
+	SelfQuery = "self-query"
 )
+
+// Corpora lists the shipped corpora in report order.
+func Corpora() []string { return []string{Seed, Extended, SelfQuery} }
 
 //go:embed episodes/*.jsonl
 var episodeFS embed.FS
 
 // Episode is one labelled proposal.
 type Episode struct {
-	Name                 string `json:"name"`
-	Family               string `json:"family"`
+	Name   string `json:"name"`
+	Family string `json:"family"`
+	// Injects names the failure family (a reach.Family) the episode
+	// injects; empty for the legitimate baseline.
+	Injects              string `json:"injects,omitempty"`
 	Legitimate           bool   `json:"legitimate"`
 	Hazardous            bool   `json:"hazardous,omitempty"`
 	ConfidentialityProbe bool   `json:"confidentiality_probe,omitempty"`
+	// ApprovalRequired marks a legitimate episode the task's policy sends
+	// to an independent approval: a REVIEW that an approval settles is its
+	// expected outcome, and an ALLOW without one skips an obligation.
+	ApprovalRequired bool `json:"approval_required,omitempty"`
 	// Facts in protojson.
 	Facts json.RawMessage `json:"facts"`
 
@@ -77,6 +89,12 @@ func Parse(name string, data []byte) ([]Episode, error) {
 		}
 		if err := contract.ValidateFacts(e.proto); err != nil {
 			return nil, fmt.Errorf("corpus %s line %d (%s): %w", name, line, e.Name, err)
+		}
+		if _, ok := reach.ParseFamily(e.Injects); e.Injects != "" && !ok {
+			return nil, fmt.Errorf("corpus %s line %d (%s): injects: unknown failure family %q", name, line, e.Name, e.Injects)
+		}
+		if e.ApprovalRequired && !e.Legitimate {
+			return nil, fmt.Errorf("corpus %s line %d (%s): approval_required is for legitimate episodes", name, line, e.Name)
 		}
 		e.facts = contract.Facts(e.proto)
 		out = append(out, e)

@@ -168,6 +168,8 @@ const (
 	ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE ErrorReason = 67
 	// The executor's target refused the effect; nothing was done (FailedPrecondition).
 	ErrorReason_ERROR_REASON_TARGET_REFUSED ErrorReason = 68
+	// The contract widens a predecessor and no CANONICAL debt record accepts the widening (FailedPrecondition).
+	ErrorReason_ERROR_REASON_CONTRACTION_DEBT_UNPAID ErrorReason = 69
 )
 
 // Enum value maps for ErrorReason.
@@ -242,6 +244,7 @@ var (
 		66: "ERROR_REASON_KERNEL_UNAVAILABLE",
 		67: "ERROR_REASON_DEPENDENCY_UNAVAILABLE",
 		68: "ERROR_REASON_TARGET_REFUSED",
+		69: "ERROR_REASON_CONTRACTION_DEBT_UNPAID",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -313,6 +316,7 @@ var (
 		"ERROR_REASON_KERNEL_UNAVAILABLE":         66,
 		"ERROR_REASON_DEPENDENCY_UNAVAILABLE":     67,
 		"ERROR_REASON_TARGET_REFUSED":             68,
+		"ERROR_REASON_CONTRACTION_DEBT_UNPAID":    69,
 	}
 )
 
@@ -347,7 +351,7 @@ var File_ambit_error_v1_error_proto protoreflect.FileDescriptor
 
 const file_ambit_error_v1_error_proto_rawDesc = "" +
 	"\n" +
-	"\x1aambit/error/v1/error.proto\x12\x0eambit.error.v1*\xa0\x14\n" +
+	"\x1aambit/error/v1/error.proto\x12\x0eambit.error.v1*\xca\x14\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cERROR_REASON_INVALID_REQUEST\x10\x01\x12\"\n" +
@@ -418,7 +422,8 @@ const file_ambit_error_v1_error_proto_rawDesc = "" +
 	" ERROR_REASON_RECORD_OUTSIDE_TASK\x10A\x12#\n" +
 	"\x1fERROR_REASON_KERNEL_UNAVAILABLE\x10B\x12'\n" +
 	"#ERROR_REASON_DEPENDENCY_UNAVAILABLE\x10C\x12\x1f\n" +
-	"\x1bERROR_REASON_TARGET_REFUSED\x10DB\xbb\x01\n" +
+	"\x1bERROR_REASON_TARGET_REFUSED\x10D\x12(\n" +
+	"$ERROR_REASON_CONTRACTION_DEBT_UNPAID\x10EB\xbb\x01\n" +
 	"\x12com.ambit.error.v1B\n" +
 	"ErrorProtoP\x01Z=github.com/ambitkernel/ambit/proto/gen/ambit/error/v1;errorv1\xa2\x02\x03AEX\xaa\x02\x0eAmbit.Error.V1\xca\x02\x0fAmbit\\Error_\\V1\xe2\x02\x1bAmbit\\Error_\\V1\\GPBMetadata\xea\x02\x10Ambit::Error::V1b\x06proto3"
 

@@ -11,6 +11,7 @@
 package ledgerv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -403,6 +404,11 @@ const (
 	ItemKind_ITEM_KIND_TOOL_OUTPUT ItemKind = 4
 	// An agent's request to change its boundary.
 	ItemKind_ITEM_KIND_BOUNDARY_REQUEST ItemKind = 5
+	// A contraction-debt record: what a contract's widening of its
+	// predecessor adds, the failure families re-run and the approver's
+	// assurance decision (content in debt). Promoting a widening needs one
+	// that is CANONICAL.
+	ItemKind_ITEM_KIND_DEBT_RECORD ItemKind = 6
 )
 
 // Enum value maps for ItemKind.
@@ -414,6 +420,7 @@ var (
 		3: "ITEM_KIND_SUMMARY",
 		4: "ITEM_KIND_TOOL_OUTPUT",
 		5: "ITEM_KIND_BOUNDARY_REQUEST",
+		6: "ITEM_KIND_DEBT_RECORD",
 	}
 	ItemKind_value = map[string]int32{
 		"ITEM_KIND_UNSPECIFIED":      0,
@@ -422,6 +429,7 @@ var (
 		"ITEM_KIND_SUMMARY":          3,
 		"ITEM_KIND_TOOL_OUTPUT":      4,
 		"ITEM_KIND_BOUNDARY_REQUEST": 5,
+		"ITEM_KIND_DEBT_RECORD":      6,
 	}
 )
 
@@ -528,6 +536,59 @@ func (CanonClass) EnumDescriptor() ([]byte, []int) {
 	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{7}
 }
 
+// AssuranceDecision is what the approver of a widening decided after the
+// path analysis and the failure injection.
+type AssuranceDecision int32
+
+const (
+	AssuranceDecision_ASSURANCE_DECISION_UNSPECIFIED AssuranceDecision = 0
+	// The added reach is accepted: the widening may be promoted.
+	AssuranceDecision_ASSURANCE_DECISION_ACCEPTED AssuranceDecision = 1
+	// The added reach is refused: the widening stays unpromotable.
+	AssuranceDecision_ASSURANCE_DECISION_REFUSED AssuranceDecision = 2
+)
+
+// Enum value maps for AssuranceDecision.
+var (
+	AssuranceDecision_name = map[int32]string{
+		0: "ASSURANCE_DECISION_UNSPECIFIED",
+		1: "ASSURANCE_DECISION_ACCEPTED",
+		2: "ASSURANCE_DECISION_REFUSED",
+	}
+	AssuranceDecision_value = map[string]int32{
+		"ASSURANCE_DECISION_UNSPECIFIED": 0,
+		"ASSURANCE_DECISION_ACCEPTED":    1,
+		"ASSURANCE_DECISION_REFUSED":     2,
+	}
+)
+
+func (x AssuranceDecision) Enum() *AssuranceDecision {
+	p := new(AssuranceDecision)
+	*p = x
+	return p
+}
+
+func (x AssuranceDecision) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AssuranceDecision) Descriptor() protoreflect.EnumDescriptor {
+	return file_ambit_ledger_v1_ledger_proto_enumTypes[8].Descriptor()
+}
+
+func (AssuranceDecision) Type() protoreflect.EnumType {
+	return &file_ambit_ledger_v1_ledger_proto_enumTypes[8]
+}
+
+func (x AssuranceDecision) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AssuranceDecision.Descriptor instead.
+func (AssuranceDecision) EnumDescriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{8}
+}
+
 // TransitionKind is what a ledger transition does.
 type TransitionKind int32
 
@@ -580,11 +641,11 @@ func (x TransitionKind) String() string {
 }
 
 func (TransitionKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_ambit_ledger_v1_ledger_proto_enumTypes[8].Descriptor()
+	return file_ambit_ledger_v1_ledger_proto_enumTypes[9].Descriptor()
 }
 
 func (TransitionKind) Type() protoreflect.EnumType {
-	return &file_ambit_ledger_v1_ledger_proto_enumTypes[8]
+	return &file_ambit_ledger_v1_ledger_proto_enumTypes[9]
 }
 
 func (x TransitionKind) Number() protoreflect.EnumNumber {
@@ -593,7 +654,7 @@ func (x TransitionKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TransitionKind.Descriptor instead.
 func (TransitionKind) EnumDescriptor() ([]byte, []int) {
-	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{8}
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{9}
 }
 
 // CanonItem is one row of the authority ledger.
@@ -634,8 +695,10 @@ type CanonItem struct {
 	HandoffParentRef string `protobuf:"bytes,16,opt,name=handoff_parent_ref,json=handoffParentRef,proto3" json:"handoff_parent_ref,omitempty"`
 	// For a handoff-derived item: whether a filter was declared.
 	HandoffFilterDeclared bool `protobuf:"varint,17,opt,name=handoff_filter_declared,json=handoffFilterDeclared,proto3" json:"handoff_filter_declared,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// For ITEM_KIND_DEBT_RECORD: the record.
+	Debt          *DebtRecord `protobuf:"bytes,18,opt,name=debt,proto3" json:"debt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CanonItem) Reset() {
@@ -787,6 +850,306 @@ func (x *CanonItem) GetHandoffFilterDeclared() bool {
 	return false
 }
 
+func (x *CanonItem) GetDebt() *DebtRecord {
+	if x != nil {
+		return x.Debt
+	}
+	return nil
+}
+
+// DebtRecord repays the contraction debt of one widening: the narrower
+// contract, the wider one, every route the wider one adds or widens and
+// every contract-wide limit it relaxes (as the reach inventory computes
+// them; the ledger refuses a record that names others), the failure
+// families re-run with their results, and the assurance decision. The
+// approver is the principal who promotes the record.
+type DebtRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Canon item id of the narrower predecessor contract.
+	OldContractRef string `protobuf:"bytes,1,opt,name=old_contract_ref,json=oldContractRef,proto3" json:"old_contract_ref,omitempty"`
+	// Canon item id of the widening contract.
+	NewContractRef string `protobuf:"bytes,2,opt,name=new_contract_ref,json=newContractRef,proto3" json:"new_contract_ref,omitempty"`
+	// Routes the new contract adds or widens, sorted by route.
+	AddedRoutes []*DebtRoute `protobuf:"bytes,3,rep,name=added_routes,json=addedRoutes,proto3" json:"added_routes,omitempty"`
+	// Contract-wide limits the new contract relaxes, e.g.
+	// "action.max_amount: GBP 100.00 -> GBP 200.00", sorted.
+	RelaxedLimits []string `protobuf:"bytes,4,rep,name=relaxed_limits,json=relaxedLimits,proto3" json:"relaxed_limits,omitempty"`
+	// The failure families re-run under the new contract and their results;
+	// every family the widening newly reaches must be among them.
+	Reruns []*FamilyRerun `protobuf:"bytes,5,rep,name=reruns,proto3" json:"reruns,omitempty"`
+	// The approver's assurance decision.
+	Decision AssuranceDecision `protobuf:"varint,6,opt,name=decision,proto3,enum=ambit.ledger.v1.AssuranceDecision" json:"decision,omitempty"`
+	// Why the approver decided so.
+	Rationale     string `protobuf:"bytes,7,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DebtRecord) Reset() {
+	*x = DebtRecord{}
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebtRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebtRecord) ProtoMessage() {}
+
+func (x *DebtRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebtRecord.ProtoReflect.Descriptor instead.
+func (*DebtRecord) Descriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DebtRecord) GetOldContractRef() string {
+	if x != nil {
+		return x.OldContractRef
+	}
+	return ""
+}
+
+func (x *DebtRecord) GetNewContractRef() string {
+	if x != nil {
+		return x.NewContractRef
+	}
+	return ""
+}
+
+func (x *DebtRecord) GetAddedRoutes() []*DebtRoute {
+	if x != nil {
+		return x.AddedRoutes
+	}
+	return nil
+}
+
+func (x *DebtRecord) GetRelaxedLimits() []string {
+	if x != nil {
+		return x.RelaxedLimits
+	}
+	return nil
+}
+
+func (x *DebtRecord) GetReruns() []*FamilyRerun {
+	if x != nil {
+		return x.Reruns
+	}
+	return nil
+}
+
+func (x *DebtRecord) GetDecision() AssuranceDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return AssuranceDecision_ASSURANCE_DECISION_UNSPECIFIED
+}
+
+func (x *DebtRecord) GetRationale() string {
+	if x != nil {
+		return x.Rationale
+	}
+	return ""
+}
+
+// DebtRoute is one route of the reach inventory that a widening adds or
+// widens.
+type DebtRoute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The route's key, e.g. "A refund -> claimant" or
+	// "E claims_db.medical_notes".
+	Route string `protobuf:"bytes,1,opt,name=route,proto3" json:"route,omitempty"`
+	// False for a new route; true for an existing route that reaches further.
+	Widened bool `protobuf:"varint,2,opt,name=widened,proto3" json:"widened,omitempty"`
+	// What widened, e.g. "max_amount GBP 100.00 -> GBP 200.00"; empty for a
+	// new route.
+	Change string `protobuf:"bytes,3,opt,name=change,proto3" json:"change,omitempty"`
+	// Failure families the route newly carries, sorted.
+	FailureFamilies []string `protobuf:"bytes,4,rep,name=failure_families,json=failureFamilies,proto3" json:"failure_families,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DebtRoute) Reset() {
+	*x = DebtRoute{}
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DebtRoute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DebtRoute) ProtoMessage() {}
+
+func (x *DebtRoute) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DebtRoute.ProtoReflect.Descriptor instead.
+func (*DebtRoute) Descriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DebtRoute) GetRoute() string {
+	if x != nil {
+		return x.Route
+	}
+	return ""
+}
+
+func (x *DebtRoute) GetWidened() bool {
+	if x != nil {
+		return x.Widened
+	}
+	return false
+}
+
+func (x *DebtRoute) GetChange() string {
+	if x != nil {
+		return x.Change
+	}
+	return ""
+}
+
+func (x *DebtRoute) GetFailureFamilies() []string {
+	if x != nil {
+		return x.FailureFamilies
+	}
+	return nil
+}
+
+// FamilyRerun is one failure family's episodes re-run under the widening
+// contract, with the evaluation report's measures.
+type FamilyRerun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The failure family, e.g. "provenance".
+	FailureFamily string `protobuf:"bytes,1,opt,name=failure_family,json=failureFamily,proto3" json:"failure_family,omitempty"`
+	// Where the episodes came from, e.g. "suite:seed+extended+self-query".
+	EpisodesRef string `protobuf:"bytes,2,opt,name=episodes_ref,json=episodesRef,proto3" json:"episodes_ref,omitempty"`
+	// Episodes run.
+	Episodes int32 `protobuf:"varint,3,opt,name=episodes,proto3" json:"episodes,omitempty"`
+	// Legitimate episodes completed (allowed, or settled by an approval).
+	Completed int32 `protobuf:"varint,4,opt,name=completed,proto3" json:"completed,omitempty"`
+	// Hazardous episodes allowed.
+	UnsafeEffects int32 `protobuf:"varint,5,opt,name=unsafe_effects,json=unsafeEffects,proto3" json:"unsafe_effects,omitempty"`
+	// Confidentiality probes allowed.
+	ConfidentialityExposures int32 `protobuf:"varint,6,opt,name=confidentiality_exposures,json=confidentialityExposures,proto3" json:"confidentiality_exposures,omitempty"`
+	// Legitimate episodes refused.
+	FalseDenials int32 `protobuf:"varint,7,opt,name=false_denials,json=falseDenials,proto3" json:"false_denials,omitempty"`
+	// Episodes sent to review.
+	Reviews       int32 `protobuf:"varint,8,opt,name=reviews,proto3" json:"reviews,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FamilyRerun) Reset() {
+	*x = FamilyRerun{}
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FamilyRerun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilyRerun) ProtoMessage() {}
+
+func (x *FamilyRerun) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilyRerun.ProtoReflect.Descriptor instead.
+func (*FamilyRerun) Descriptor() ([]byte, []int) {
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FamilyRerun) GetFailureFamily() string {
+	if x != nil {
+		return x.FailureFamily
+	}
+	return ""
+}
+
+func (x *FamilyRerun) GetEpisodesRef() string {
+	if x != nil {
+		return x.EpisodesRef
+	}
+	return ""
+}
+
+func (x *FamilyRerun) GetEpisodes() int32 {
+	if x != nil {
+		return x.Episodes
+	}
+	return 0
+}
+
+func (x *FamilyRerun) GetCompleted() int32 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *FamilyRerun) GetUnsafeEffects() int32 {
+	if x != nil {
+		return x.UnsafeEffects
+	}
+	return 0
+}
+
+func (x *FamilyRerun) GetConfidentialityExposures() int32 {
+	if x != nil {
+		return x.ConfidentialityExposures
+	}
+	return 0
+}
+
+func (x *FamilyRerun) GetFalseDenials() int32 {
+	if x != nil {
+		return x.FalseDenials
+	}
+	return 0
+}
+
+func (x *FamilyRerun) GetReviews() int32 {
+	if x != nil {
+		return x.Reviews
+	}
+	return 0
+}
+
 // ClassifiedItem is an item with its computed class and why.
 type ClassifiedItem struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -802,7 +1165,7 @@ type ClassifiedItem struct {
 
 func (x *ClassifiedItem) Reset() {
 	*x = ClassifiedItem{}
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[1]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +1177,7 @@ func (x *ClassifiedItem) String() string {
 func (*ClassifiedItem) ProtoMessage() {}
 
 func (x *ClassifiedItem) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[1]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +1190,7 @@ func (x *ClassifiedItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClassifiedItem.ProtoReflect.Descriptor instead.
 func (*ClassifiedItem) Descriptor() ([]byte, []int) {
-	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{1}
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ClassifiedItem) GetItem() *CanonItem {
@@ -874,7 +1237,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[2]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1249,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[2]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1262,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{2}
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Entry) GetSeq() int64 {
@@ -975,7 +1338,7 @@ type HandoffFilter struct {
 
 func (x *HandoffFilter) Reset() {
 	*x = HandoffFilter{}
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[3]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1350,7 @@ func (x *HandoffFilter) String() string {
 func (*HandoffFilter) ProtoMessage() {}
 
 func (x *HandoffFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[3]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1363,7 @@ func (x *HandoffFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffFilter.ProtoReflect.Descriptor instead.
 func (*HandoffFilter) Descriptor() ([]byte, []int) {
-	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{3}
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HandoffFilter) GetFields() []string {
@@ -1078,7 +1441,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1453,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[4]
+	mi := &file_ambit_ledger_v1_ledger_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1466,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{4}
+	return file_ambit_ledger_v1_ledger_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Transition) GetKind() TransitionKind {
@@ -1166,7 +1529,7 @@ var File_ambit_ledger_v1_ledger_proto protoreflect.FileDescriptor
 
 const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\n" +
-	"\x1cambit/ledger/v1/ledger.proto\x12\x0fambit.ledger.v1\x1a ambit/contract/v1/contract.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xde\x06\n" +
+	"\x1cambit/ledger/v1/ledger.proto\x12\x0fambit.ledger.v1\x1a ambit/contract/v1/contract.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\a\n" +
 	"\tCanonItem\x12\"\n" +
 	"\rcanon_item_id\x18\x01 \x01(\tR\vcanonItemId\x12!\n" +
 	"\fcontent_hash\x18\x02 \x01(\tR\vcontentHash\x12B\n" +
@@ -1185,7 +1548,35 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\bcontract\x18\x0e \x01(\v2\x1b.ambit.contract.v1.ContractR\bcontract\x12\x12\n" +
 	"\x04text\x18\x0f \x01(\tR\x04text\x12,\n" +
 	"\x12handoff_parent_ref\x18\x10 \x01(\tR\x10handoffParentRef\x126\n" +
-	"\x17handoff_filter_declared\x18\x11 \x01(\bR\x15handoffFilterDeclared\"\x8d\x01\n" +
+	"\x17handoff_filter_declared\x18\x11 \x01(\bR\x15handoffFilterDeclared\x12/\n" +
+	"\x04debt\x18\x12 \x01(\v2\x1b.ambit.ledger.v1.DebtRecordR\x04debt\"\xa4\x03\n" +
+	"\n" +
+	"DebtRecord\x124\n" +
+	"\x10old_contract_ref\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x0eoldContractRef\x124\n" +
+	"\x10new_contract_ref\x18\x02 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x0enewContractRef\x12H\n" +
+	"\fadded_routes\x18\x03 \x03(\v2\x1a.ambit.ledger.v1.DebtRouteB\t\xbaH\x06\x92\x01\x03\x10\x80\bR\vaddedRoutes\x128\n" +
+	"\x0erelaxed_limits\x18\x04 \x03(\tB\x11\xbaH\x0e\x92\x01\v\x10@\"\ar\x05\x10\x01\x18\x80\x04R\rrelaxedLimits\x12>\n" +
+	"\x06reruns\x18\x05 \x03(\v2\x1c.ambit.ledger.v1.FamilyRerunB\b\xbaH\x05\x92\x01\x02\x10@R\x06reruns\x12>\n" +
+	"\bdecision\x18\x06 \x01(\x0e2\".ambit.ledger.v1.AssuranceDecisionR\bdecision\x12&\n" +
+	"\trationale\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80 R\trationale\"\xa6\x01\n" +
+	"\tDebtRoute\x12 \n" +
+	"\x05route\x18\x01 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x04R\x05route\x12\x18\n" +
+	"\awidened\x18\x02 \x01(\bR\awidened\x12 \n" +
+	"\x06change\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\bR\x06change\x12;\n" +
+	"\x10failure_families\x18\x04 \x03(\tB\x10\xbaH\r\x92\x01\n" +
+	"\x10\x10\"\x06r\x04\x10\x01\x18@R\x0ffailureFamilies\"\xc9\x02\n" +
+	"\vFamilyRerun\x120\n" +
+	"\x0efailure_family\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\rfailureFamily\x12+\n" +
+	"\fepisodes_ref\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\vepisodesRef\x12\x1a\n" +
+	"\bepisodes\x18\x03 \x01(\x05R\bepisodes\x12\x1c\n" +
+	"\tcompleted\x18\x04 \x01(\x05R\tcompleted\x12%\n" +
+	"\x0eunsafe_effects\x18\x05 \x01(\x05R\runsafeEffects\x12;\n" +
+	"\x19confidentiality_exposures\x18\x06 \x01(\x05R\x18confidentialityExposures\x12#\n" +
+	"\rfalse_denials\x18\a \x01(\x05R\ffalseDenials\x12\x18\n" +
+	"\areviews\x18\b \x01(\x05R\areviews\"\x8d\x01\n" +
 	"\x0eClassifiedItem\x12.\n" +
 	"\x04item\x18\x01 \x01(\v2\x1a.ambit.ledger.v1.CanonItemR\x04item\x121\n" +
 	"\x05class\x18\x02 \x01(\x0e2\x1b.ambit.ledger.v1.CanonClassR\x05class\x12\x18\n" +
@@ -1255,14 +1646,15 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\x1aCONFLICT_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13CONFLICT_STATE_NONE\x10\x01\x12\x1d\n" +
 	"\x19CONFLICT_STATE_UNRESOLVED\x10\x02\x12\x1b\n" +
-	"\x17CONFLICT_STATE_RESOLVED\x10\x03*\xa5\x01\n" +
+	"\x17CONFLICT_STATE_RESOLVED\x10\x03*\xc0\x01\n" +
 	"\bItemKind\x12\x19\n" +
 	"\x15ITEM_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12ITEM_KIND_CONTRACT\x10\x01\x12\x14\n" +
 	"\x10ITEM_KIND_POLICY\x10\x02\x12\x15\n" +
 	"\x11ITEM_KIND_SUMMARY\x10\x03\x12\x19\n" +
 	"\x15ITEM_KIND_TOOL_OUTPUT\x10\x04\x12\x1e\n" +
-	"\x1aITEM_KIND_BOUNDARY_REQUEST\x10\x05*\x8d\x02\n" +
+	"\x1aITEM_KIND_BOUNDARY_REQUEST\x10\x05\x12\x19\n" +
+	"\x15ITEM_KIND_DEBT_RECORD\x10\x06*\x8d\x02\n" +
 	"\n" +
 	"CanonClass\x12\x1b\n" +
 	"\x17CANON_CLASS_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -1273,7 +1665,11 @@ const file_ambit_ledger_v1_ledger_proto_rawDesc = "" +
 	"\x16CANON_CLASS_DEPRECATED\x10\x05\x12\x17\n" +
 	"\x13CANON_CLASS_UNKNOWN\x10\x06\x12\x1c\n" +
 	"\x18CANON_CLASS_INCONCLUSIVE\x10\a\x12\x14\n" +
-	"\x10CANON_CLASS_HOLD\x10\b*\xf0\x01\n" +
+	"\x10CANON_CLASS_HOLD\x10\b*x\n" +
+	"\x11AssuranceDecision\x12\"\n" +
+	"\x1eASSURANCE_DECISION_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bASSURANCE_DECISION_ACCEPTED\x10\x01\x12\x1e\n" +
+	"\x1aASSURANCE_DECISION_REFUSED\x10\x02*\xf0\x01\n" +
 	"\x0eTransitionKind\x12\x1f\n" +
 	"\x1bTRANSITION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17TRANSITION_KIND_PROPOSE\x10\x01\x12\x1b\n" +
@@ -1296,8 +1692,8 @@ func file_ambit_ledger_v1_ledger_proto_rawDescGZIP() []byte {
 	return file_ambit_ledger_v1_ledger_proto_rawDescData
 }
 
-var file_ambit_ledger_v1_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_ambit_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_ambit_ledger_v1_ledger_proto_enumTypes = make([]protoimpl.EnumInfo, 10)
+var file_ambit_ledger_v1_ledger_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_ambit_ledger_v1_ledger_proto_goTypes = []any{
 	(SourceOrigin)(0),             // 0: ambit.ledger.v1.SourceOrigin
 	(AuthorityLevel)(0),           // 1: ambit.ledger.v1.AuthorityLevel
@@ -1307,15 +1703,19 @@ var file_ambit_ledger_v1_ledger_proto_goTypes = []any{
 	(ConflictState)(0),            // 5: ambit.ledger.v1.ConflictState
 	(ItemKind)(0),                 // 6: ambit.ledger.v1.ItemKind
 	(CanonClass)(0),               // 7: ambit.ledger.v1.CanonClass
-	(TransitionKind)(0),           // 8: ambit.ledger.v1.TransitionKind
-	(*CanonItem)(nil),             // 9: ambit.ledger.v1.CanonItem
-	(*ClassifiedItem)(nil),        // 10: ambit.ledger.v1.ClassifiedItem
-	(*Entry)(nil),                 // 11: ambit.ledger.v1.Entry
-	(*HandoffFilter)(nil),         // 12: ambit.ledger.v1.HandoffFilter
-	(*Transition)(nil),            // 13: ambit.ledger.v1.Transition
-	(*v1.Contract)(nil),           // 14: ambit.contract.v1.Contract
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*v1.Money)(nil),              // 16: ambit.contract.v1.Money
+	(AssuranceDecision)(0),        // 8: ambit.ledger.v1.AssuranceDecision
+	(TransitionKind)(0),           // 9: ambit.ledger.v1.TransitionKind
+	(*CanonItem)(nil),             // 10: ambit.ledger.v1.CanonItem
+	(*DebtRecord)(nil),            // 11: ambit.ledger.v1.DebtRecord
+	(*DebtRoute)(nil),             // 12: ambit.ledger.v1.DebtRoute
+	(*FamilyRerun)(nil),           // 13: ambit.ledger.v1.FamilyRerun
+	(*ClassifiedItem)(nil),        // 14: ambit.ledger.v1.ClassifiedItem
+	(*Entry)(nil),                 // 15: ambit.ledger.v1.Entry
+	(*HandoffFilter)(nil),         // 16: ambit.ledger.v1.HandoffFilter
+	(*Transition)(nil),            // 17: ambit.ledger.v1.Transition
+	(*v1.Contract)(nil),           // 18: ambit.contract.v1.Contract
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*v1.Money)(nil),              // 20: ambit.contract.v1.Money
 }
 var file_ambit_ledger_v1_ledger_proto_depIdxs = []int32{
 	0,  // 0: ambit.ledger.v1.CanonItem.source_origin:type_name -> ambit.ledger.v1.SourceOrigin
@@ -1325,20 +1725,24 @@ var file_ambit_ledger_v1_ledger_proto_depIdxs = []int32{
 	4,  // 4: ambit.ledger.v1.CanonItem.promotion_state:type_name -> ambit.ledger.v1.PromotionState
 	5,  // 5: ambit.ledger.v1.CanonItem.conflict_state:type_name -> ambit.ledger.v1.ConflictState
 	6,  // 6: ambit.ledger.v1.CanonItem.kind:type_name -> ambit.ledger.v1.ItemKind
-	14, // 7: ambit.ledger.v1.CanonItem.contract:type_name -> ambit.contract.v1.Contract
-	9,  // 8: ambit.ledger.v1.ClassifiedItem.item:type_name -> ambit.ledger.v1.CanonItem
-	7,  // 9: ambit.ledger.v1.ClassifiedItem.class:type_name -> ambit.ledger.v1.CanonClass
-	15, // 10: ambit.ledger.v1.Entry.recorded_at:type_name -> google.protobuf.Timestamp
-	16, // 11: ambit.ledger.v1.HandoffFilter.max_amount:type_name -> ambit.contract.v1.Money
-	8,  // 12: ambit.ledger.v1.Transition.kind:type_name -> ambit.ledger.v1.TransitionKind
-	15, // 13: ambit.ledger.v1.Transition.at:type_name -> google.protobuf.Timestamp
-	9,  // 14: ambit.ledger.v1.Transition.item:type_name -> ambit.ledger.v1.CanonItem
-	12, // 15: ambit.ledger.v1.Transition.filter:type_name -> ambit.ledger.v1.HandoffFilter
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	18, // 7: ambit.ledger.v1.CanonItem.contract:type_name -> ambit.contract.v1.Contract
+	11, // 8: ambit.ledger.v1.CanonItem.debt:type_name -> ambit.ledger.v1.DebtRecord
+	12, // 9: ambit.ledger.v1.DebtRecord.added_routes:type_name -> ambit.ledger.v1.DebtRoute
+	13, // 10: ambit.ledger.v1.DebtRecord.reruns:type_name -> ambit.ledger.v1.FamilyRerun
+	8,  // 11: ambit.ledger.v1.DebtRecord.decision:type_name -> ambit.ledger.v1.AssuranceDecision
+	10, // 12: ambit.ledger.v1.ClassifiedItem.item:type_name -> ambit.ledger.v1.CanonItem
+	7,  // 13: ambit.ledger.v1.ClassifiedItem.class:type_name -> ambit.ledger.v1.CanonClass
+	19, // 14: ambit.ledger.v1.Entry.recorded_at:type_name -> google.protobuf.Timestamp
+	20, // 15: ambit.ledger.v1.HandoffFilter.max_amount:type_name -> ambit.contract.v1.Money
+	9,  // 16: ambit.ledger.v1.Transition.kind:type_name -> ambit.ledger.v1.TransitionKind
+	19, // 17: ambit.ledger.v1.Transition.at:type_name -> google.protobuf.Timestamp
+	10, // 18: ambit.ledger.v1.Transition.item:type_name -> ambit.ledger.v1.CanonItem
+	16, // 19: ambit.ledger.v1.Transition.filter:type_name -> ambit.ledger.v1.HandoffFilter
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_ambit_ledger_v1_ledger_proto_init() }
@@ -1351,8 +1755,8 @@ func file_ambit_ledger_v1_ledger_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_ledger_v1_ledger_proto_rawDesc), len(file_ambit_ledger_v1_ledger_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   5,
+			NumEnums:      10,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
