@@ -12,10 +12,11 @@ _sym_db = _symbol_database.Default()
 
 
 from ambit.contract.v1 import contract_pb2 as ambit_dot_contract_dot_v1_dot_contract__pb2
+from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61mbit/ledger/v1/ledger.proto\x12\x0f\x61mbit.ledger.v1\x1a ambit/contract/v1/contract.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xde\x06\n\tCanonItem\x12\"\n\rcanon_item_id\x18\x01 \x01(\tR\x0b\x63\x61nonItemId\x12!\n\x0c\x63ontent_hash\x18\x02 \x01(\tR\x0b\x63ontentHash\x12\x42\n\rsource_origin\x18\x03 \x01(\x0e\x32\x1d.ambit.ledger.v1.SourceOriginR\x0csourceOrigin\x12H\n\x0f\x61uthority_level\x18\x04 \x01(\x0e\x32\x1f.ambit.ledger.v1.AuthorityLevelR\x0e\x61uthorityLevel\x12%\n\x0eprovenance_ref\x18\x05 \x01(\tR\rprovenanceRef\x12,\n\x05scope\x18\x06 \x01(\x0e\x32\x16.ambit.ledger.v1.ScopeR\x05scope\x12\x35\n\x08lifetime\x18\x07 \x01(\x0e\x32\x19.ambit.ledger.v1.LifetimeR\x08lifetime\x12H\n\x0fpromotion_state\x18\x08 \x01(\x0e\x32\x1f.ambit.ledger.v1.PromotionStateR\x0epromotionState\x12/\n\x13promotion_authority\x18\t \x01(\tR\x12promotionAuthority\x12\x45\n\x0e\x63onflict_state\x18\n \x01(\x0e\x32\x1e.ambit.ledger.v1.ConflictStateR\rconflictState\x12%\n\x0esupersedes_ref\x18\x0b \x01(\tR\rsupersedesRef\x12%\n\x0e\x63onflicts_with\x18\x0c \x01(\tR\rconflictsWith\x12-\n\x04kind\x18\r \x01(\x0e\x32\x19.ambit.ledger.v1.ItemKindR\x04kind\x12\x37\n\x08\x63ontract\x18\x0e \x01(\x0b\x32\x1b.ambit.contract.v1.ContractR\x08\x63ontract\x12\x12\n\x04text\x18\x0f \x01(\tR\x04text\x12,\n\x12handoff_parent_ref\x18\x10 \x01(\tR\x10handoffParentRef\x12\x36\n\x17handoff_filter_declared\x18\x11 \x01(\x08R\x15handoffFilterDeclared\"\x8d\x01\n\x0e\x43lassifiedItem\x12.\n\x04item\x18\x01 \x01(\x0b\x32\x1a.ambit.ledger.v1.CanonItemR\x04item\x12\x31\n\x05\x63lass\x18\x02 \x01(\x0e\x32\x1b.ambit.ledger.v1.CanonClassR\x05\x63lass\x12\x18\n\x07reasons\x18\x03 \x03(\tR\x07reasons\"\xc1\x01\n\x05\x45ntry\x12\x10\n\x03seq\x18\x01 \x01(\x03R\x03seq\x12;\n\x0brecorded_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrecordedAt\x12\x12\n\x04kind\x18\x03 \x01(\tR\x04kind\x12\x10\n\x03ref\x18\x04 \x01(\tR\x03ref\x12\x12\n\x04\x62ody\x18\x05 \x01(\x0cR\x04\x62ody\x12\x1b\n\tprev_hash\x18\x06 \x01(\tR\x08prevHash\x12\x12\n\x04hash\x18\x07 \x01(\tR\x04hash\"\x8e\x02\n\rHandoffFilter\x12\x16\n\x06\x66ields\x18\x01 \x03(\tR\x06\x66ields\x12\x18\n\x07sources\x18\x02 \x03(\tR\x07sources\x12\"\n\x0c\x64\x65stinations\x18\x04 \x03(\tR\x0c\x64\x65stinations\x12#\n\rvisible_facts\x18\x05 \x03(\tR\x0cvisibleFacts\x12\x37\n\nmax_amount\x18\x06 \x01(\x0b\x32\x18.ambit.contract.v1.MoneyR\tmaxAmount\x12\x1f\n\x0bmax_actions\x18\x07 \x01(\x05R\nmaxActions\x12\x14\n\x05tools\x18\x08 \x03(\tR\x05toolsJ\x04\x08\x03\x10\x04R\x0c\x61\x63tion_types\"\xb3\x02\n\nTransition\x12\x33\n\x04kind\x18\x01 \x01(\x0e\x32\x1f.ambit.ledger.v1.TransitionKindR\x04kind\x12*\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x02\x61t\x12\x14\n\x05\x61\x63tor\x18\x03 \x01(\tR\x05\x61\x63tor\x12.\n\x04item\x18\x04 \x01(\x0b\x32\x1a.ambit.ledger.v1.CanonItemR\x04item\x12\x17\n\x07item_id\x18\x05 \x01(\tR\x06itemId\x12\x19\n\x08other_id\x18\x06 \x01(\tR\x07otherId\x12\x12\n\x04note\x18\x07 \x01(\tR\x04note\x12\x36\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1e.ambit.ledger.v1.HandoffFilterR\x06\x66ilter*\xe6\x01\n\x0cSourceOrigin\x12\x1d\n\x19SOURCE_ORIGIN_UNSPECIFIED\x10\x00\x12\x18\n\x14SOURCE_ORIGIN_POLICY\x10\x01\x12\x16\n\x12SOURCE_ORIGIN_USER\x10\x02\x12\x16\n\x12SOURCE_ORIGIN_TOOL\x10\x03\x12\x1b\n\x17SOURCE_ORIGIN_RETRIEVAL\x10\x04\x12\x19\n\x15SOURCE_ORIGIN_SUMMARY\x10\x05\x12\x17\n\x13SOURCE_ORIGIN_AGENT\x10\x06\x12\x1c\n\x18SOURCE_ORIGIN_GOVERNANCE\x10\x07*\x85\x01\n\x0e\x41uthorityLevel\x12\x1f\n\x1b\x41UTHORITY_LEVEL_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41UTHORITY_LEVEL_NONE\x10\x01\x12\x1d\n\x19\x41UTHORITY_LEVEL_DELEGATED\x10\x02\x12\x19\n\x15\x41UTHORITY_LEVEL_OWNER\x10\x03*\x7f\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\x11\n\rSCOPE_SESSION\x10\x01\x12\x0f\n\x0bSCOPE_AGENT\x10\x02\x12\x0e\n\nSCOPE_TASK\x10\x03\x12\x13\n\x0fSCOPE_WORKSPACE\x10\x04\x12\x16\n\x12SCOPE_ORGANISATION\x10\x05*c\n\x08Lifetime\x12\x18\n\x14LIFETIME_UNSPECIFIED\x10\x00\x12\x14\n\x10LIFETIME_SESSION\x10\x01\x12\x11\n\rLIFETIME_TASK\x10\x02\x12\x14\n\x10LIFETIME_DURABLE\x10\x03*\x8b\x01\n\x0ePromotionState\x12\x1f\n\x1bPROMOTION_STATE_UNSPECIFIED\x10\x00\x12\x1c\n\x18PROMOTION_STATE_PROPOSED\x10\x01\x12\x1c\n\x18PROMOTION_STATE_APPROVED\x10\x02\x12\x1c\n\x18PROMOTION_STATE_REJECTED\x10\x03*\x84\x01\n\rConflictState\x12\x1e\n\x1a\x43ONFLICT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43ONFLICT_STATE_NONE\x10\x01\x12\x1d\n\x19\x43ONFLICT_STATE_UNRESOLVED\x10\x02\x12\x1b\n\x17\x43ONFLICT_STATE_RESOLVED\x10\x03*\xa5\x01\n\x08ItemKind\x12\x19\n\x15ITEM_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12ITEM_KIND_CONTRACT\x10\x01\x12\x14\n\x10ITEM_KIND_POLICY\x10\x02\x12\x15\n\x11ITEM_KIND_SUMMARY\x10\x03\x12\x19\n\x15ITEM_KIND_TOOL_OUTPUT\x10\x04\x12\x1e\n\x1aITEM_KIND_BOUNDARY_REQUEST\x10\x05*\x8d\x02\n\nCanonClass\x12\x1b\n\x17\x43\x41NON_CLASS_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41NON_CLASS_CANONICAL\x10\x01\x12\x1b\n\x17\x43\x41NON_CLASS_PROVISIONAL\x10\x02\x12\x1d\n\x19\x43\x41NON_CLASS_SESSION_LOCAL\x10\x03\x12\"\n\x1e\x43\x41NON_CLASS_EXTERNAL_UNTRUSTED\x10\x04\x12\x1a\n\x16\x43\x41NON_CLASS_DEPRECATED\x10\x05\x12\x17\n\x13\x43\x41NON_CLASS_UNKNOWN\x10\x06\x12\x1c\n\x18\x43\x41NON_CLASS_INCONCLUSIVE\x10\x07\x12\x14\n\x10\x43\x41NON_CLASS_HOLD\x10\x08*\xf0\x01\n\x0eTransitionKind\x12\x1f\n\x1bTRANSITION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRANSITION_KIND_PROPOSE\x10\x01\x12\x1b\n\x17TRANSITION_KIND_PROMOTE\x10\x02\x12\x1a\n\x16TRANSITION_KIND_REJECT\x10\x03\x12\x1d\n\x19TRANSITION_KIND_SUPERSEDE\x10\x04\x12$\n TRANSITION_KIND_RESOLVE_CONFLICT\x10\x05\x12\"\n\x1eTRANSITION_KIND_DERIVE_HANDOFF\x10\x06\x42\xc1\x01\n\x13\x63om.ambit.ledger.v1B\x0bLedgerProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1;ledgerv1\xa2\x02\x03\x41LX\xaa\x02\x0f\x41mbit.Ledger.V1\xca\x02\x0f\x41mbit\\Ledger\\V1\xe2\x02\x1b\x41mbit\\Ledger\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Ledger::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61mbit/ledger/v1/ledger.proto\x12\x0f\x61mbit.ledger.v1\x1a ambit/contract/v1/contract.proto\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8f\x07\n\tCanonItem\x12\"\n\rcanon_item_id\x18\x01 \x01(\tR\x0b\x63\x61nonItemId\x12!\n\x0c\x63ontent_hash\x18\x02 \x01(\tR\x0b\x63ontentHash\x12\x42\n\rsource_origin\x18\x03 \x01(\x0e\x32\x1d.ambit.ledger.v1.SourceOriginR\x0csourceOrigin\x12H\n\x0f\x61uthority_level\x18\x04 \x01(\x0e\x32\x1f.ambit.ledger.v1.AuthorityLevelR\x0e\x61uthorityLevel\x12%\n\x0eprovenance_ref\x18\x05 \x01(\tR\rprovenanceRef\x12,\n\x05scope\x18\x06 \x01(\x0e\x32\x16.ambit.ledger.v1.ScopeR\x05scope\x12\x35\n\x08lifetime\x18\x07 \x01(\x0e\x32\x19.ambit.ledger.v1.LifetimeR\x08lifetime\x12H\n\x0fpromotion_state\x18\x08 \x01(\x0e\x32\x1f.ambit.ledger.v1.PromotionStateR\x0epromotionState\x12/\n\x13promotion_authority\x18\t \x01(\tR\x12promotionAuthority\x12\x45\n\x0e\x63onflict_state\x18\n \x01(\x0e\x32\x1e.ambit.ledger.v1.ConflictStateR\rconflictState\x12%\n\x0esupersedes_ref\x18\x0b \x01(\tR\rsupersedesRef\x12%\n\x0e\x63onflicts_with\x18\x0c \x01(\tR\rconflictsWith\x12-\n\x04kind\x18\r \x01(\x0e\x32\x19.ambit.ledger.v1.ItemKindR\x04kind\x12\x37\n\x08\x63ontract\x18\x0e \x01(\x0b\x32\x1b.ambit.contract.v1.ContractR\x08\x63ontract\x12\x12\n\x04text\x18\x0f \x01(\tR\x04text\x12,\n\x12handoff_parent_ref\x18\x10 \x01(\tR\x10handoffParentRef\x12\x36\n\x17handoff_filter_declared\x18\x11 \x01(\x08R\x15handoffFilterDeclared\x12/\n\x04\x64\x65\x62t\x18\x12 \x01(\x0b\x32\x1b.ambit.ledger.v1.DebtRecordR\x04\x64\x65\x62t\"\xa4\x03\n\nDebtRecord\x12\x34\n\x10old_contract_ref\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x0eoldContractRef\x12\x34\n\x10new_contract_ref\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x0enewContractRef\x12H\n\x0c\x61\x64\x64\x65\x64_routes\x18\x03 \x03(\x0b\x32\x1a.ambit.ledger.v1.DebtRouteB\t\xbaH\x06\x92\x01\x03\x10\x80\x08R\x0b\x61\x64\x64\x65\x64Routes\x12\x38\n\x0erelaxed_limits\x18\x04 \x03(\tB\x11\xbaH\x0e\x92\x01\x0b\x10@\"\x07r\x05\x10\x01\x18\x80\x04R\rrelaxedLimits\x12>\n\x06reruns\x18\x05 \x03(\x0b\x32\x1c.ambit.ledger.v1.FamilyRerunB\x08\xbaH\x05\x92\x01\x02\x10@R\x06reruns\x12>\n\x08\x64\x65\x63ision\x18\x06 \x01(\x0e\x32\".ambit.ledger.v1.AssuranceDecisionR\x08\x64\x65\x63ision\x12&\n\trationale\x18\x07 \x01(\tB\x08\xbaH\x05r\x03\x18\x80 R\trationale\"\xa6\x01\n\tDebtRoute\x12 \n\x05route\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x04R\x05route\x12\x18\n\x07widened\x18\x02 \x01(\x08R\x07widened\x12 \n\x06\x63hange\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x08R\x06\x63hange\x12;\n\x10\x66\x61ilure_families\x18\x04 \x03(\tB\x10\xbaH\r\x92\x01\n\x10\x10\"\x06r\x04\x10\x01\x18@R\x0f\x66\x61ilureFamilies\"\xc9\x02\n\x0b\x46\x61milyRerun\x12\x30\n\x0e\x66\x61ilure_family\x18\x01 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\rfailureFamily\x12+\n\x0c\x65pisodes_ref\x18\x02 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x04R\x0b\x65pisodesRef\x12\x1a\n\x08\x65pisodes\x18\x03 \x01(\x05R\x08\x65pisodes\x12\x1c\n\tcompleted\x18\x04 \x01(\x05R\tcompleted\x12%\n\x0eunsafe_effects\x18\x05 \x01(\x05R\runsafeEffects\x12;\n\x19\x63onfidentiality_exposures\x18\x06 \x01(\x05R\x18\x63onfidentialityExposures\x12#\n\rfalse_denials\x18\x07 \x01(\x05R\x0c\x66\x61lseDenials\x12\x18\n\x07reviews\x18\x08 \x01(\x05R\x07reviews\"\x8d\x01\n\x0e\x43lassifiedItem\x12.\n\x04item\x18\x01 \x01(\x0b\x32\x1a.ambit.ledger.v1.CanonItemR\x04item\x12\x31\n\x05\x63lass\x18\x02 \x01(\x0e\x32\x1b.ambit.ledger.v1.CanonClassR\x05\x63lass\x12\x18\n\x07reasons\x18\x03 \x03(\tR\x07reasons\"\xc1\x01\n\x05\x45ntry\x12\x10\n\x03seq\x18\x01 \x01(\x03R\x03seq\x12;\n\x0brecorded_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nrecordedAt\x12\x12\n\x04kind\x18\x03 \x01(\tR\x04kind\x12\x10\n\x03ref\x18\x04 \x01(\tR\x03ref\x12\x12\n\x04\x62ody\x18\x05 \x01(\x0cR\x04\x62ody\x12\x1b\n\tprev_hash\x18\x06 \x01(\tR\x08prevHash\x12\x12\n\x04hash\x18\x07 \x01(\tR\x04hash\"\x8e\x02\n\rHandoffFilter\x12\x16\n\x06\x66ields\x18\x01 \x03(\tR\x06\x66ields\x12\x18\n\x07sources\x18\x02 \x03(\tR\x07sources\x12\"\n\x0c\x64\x65stinations\x18\x04 \x03(\tR\x0c\x64\x65stinations\x12#\n\rvisible_facts\x18\x05 \x03(\tR\x0cvisibleFacts\x12\x37\n\nmax_amount\x18\x06 \x01(\x0b\x32\x18.ambit.contract.v1.MoneyR\tmaxAmount\x12\x1f\n\x0bmax_actions\x18\x07 \x01(\x05R\nmaxActions\x12\x14\n\x05tools\x18\x08 \x03(\tR\x05toolsJ\x04\x08\x03\x10\x04R\x0c\x61\x63tion_types\"\xb3\x02\n\nTransition\x12\x33\n\x04kind\x18\x01 \x01(\x0e\x32\x1f.ambit.ledger.v1.TransitionKindR\x04kind\x12*\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x02\x61t\x12\x14\n\x05\x61\x63tor\x18\x03 \x01(\tR\x05\x61\x63tor\x12.\n\x04item\x18\x04 \x01(\x0b\x32\x1a.ambit.ledger.v1.CanonItemR\x04item\x12\x17\n\x07item_id\x18\x05 \x01(\tR\x06itemId\x12\x19\n\x08other_id\x18\x06 \x01(\tR\x07otherId\x12\x12\n\x04note\x18\x07 \x01(\tR\x04note\x12\x36\n\x06\x66ilter\x18\x08 \x01(\x0b\x32\x1e.ambit.ledger.v1.HandoffFilterR\x06\x66ilter*\xe6\x01\n\x0cSourceOrigin\x12\x1d\n\x19SOURCE_ORIGIN_UNSPECIFIED\x10\x00\x12\x18\n\x14SOURCE_ORIGIN_POLICY\x10\x01\x12\x16\n\x12SOURCE_ORIGIN_USER\x10\x02\x12\x16\n\x12SOURCE_ORIGIN_TOOL\x10\x03\x12\x1b\n\x17SOURCE_ORIGIN_RETRIEVAL\x10\x04\x12\x19\n\x15SOURCE_ORIGIN_SUMMARY\x10\x05\x12\x17\n\x13SOURCE_ORIGIN_AGENT\x10\x06\x12\x1c\n\x18SOURCE_ORIGIN_GOVERNANCE\x10\x07*\x85\x01\n\x0e\x41uthorityLevel\x12\x1f\n\x1b\x41UTHORITY_LEVEL_UNSPECIFIED\x10\x00\x12\x18\n\x14\x41UTHORITY_LEVEL_NONE\x10\x01\x12\x1d\n\x19\x41UTHORITY_LEVEL_DELEGATED\x10\x02\x12\x19\n\x15\x41UTHORITY_LEVEL_OWNER\x10\x03*\x7f\n\x05Scope\x12\x15\n\x11SCOPE_UNSPECIFIED\x10\x00\x12\x11\n\rSCOPE_SESSION\x10\x01\x12\x0f\n\x0bSCOPE_AGENT\x10\x02\x12\x0e\n\nSCOPE_TASK\x10\x03\x12\x13\n\x0fSCOPE_WORKSPACE\x10\x04\x12\x16\n\x12SCOPE_ORGANISATION\x10\x05*c\n\x08Lifetime\x12\x18\n\x14LIFETIME_UNSPECIFIED\x10\x00\x12\x14\n\x10LIFETIME_SESSION\x10\x01\x12\x11\n\rLIFETIME_TASK\x10\x02\x12\x14\n\x10LIFETIME_DURABLE\x10\x03*\x8b\x01\n\x0ePromotionState\x12\x1f\n\x1bPROMOTION_STATE_UNSPECIFIED\x10\x00\x12\x1c\n\x18PROMOTION_STATE_PROPOSED\x10\x01\x12\x1c\n\x18PROMOTION_STATE_APPROVED\x10\x02\x12\x1c\n\x18PROMOTION_STATE_REJECTED\x10\x03*\x84\x01\n\rConflictState\x12\x1e\n\x1a\x43ONFLICT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43ONFLICT_STATE_NONE\x10\x01\x12\x1d\n\x19\x43ONFLICT_STATE_UNRESOLVED\x10\x02\x12\x1b\n\x17\x43ONFLICT_STATE_RESOLVED\x10\x03*\xc0\x01\n\x08ItemKind\x12\x19\n\x15ITEM_KIND_UNSPECIFIED\x10\x00\x12\x16\n\x12ITEM_KIND_CONTRACT\x10\x01\x12\x14\n\x10ITEM_KIND_POLICY\x10\x02\x12\x15\n\x11ITEM_KIND_SUMMARY\x10\x03\x12\x19\n\x15ITEM_KIND_TOOL_OUTPUT\x10\x04\x12\x1e\n\x1aITEM_KIND_BOUNDARY_REQUEST\x10\x05\x12\x19\n\x15ITEM_KIND_DEBT_RECORD\x10\x06*\x8d\x02\n\nCanonClass\x12\x1b\n\x17\x43\x41NON_CLASS_UNSPECIFIED\x10\x00\x12\x19\n\x15\x43\x41NON_CLASS_CANONICAL\x10\x01\x12\x1b\n\x17\x43\x41NON_CLASS_PROVISIONAL\x10\x02\x12\x1d\n\x19\x43\x41NON_CLASS_SESSION_LOCAL\x10\x03\x12\"\n\x1e\x43\x41NON_CLASS_EXTERNAL_UNTRUSTED\x10\x04\x12\x1a\n\x16\x43\x41NON_CLASS_DEPRECATED\x10\x05\x12\x17\n\x13\x43\x41NON_CLASS_UNKNOWN\x10\x06\x12\x1c\n\x18\x43\x41NON_CLASS_INCONCLUSIVE\x10\x07\x12\x14\n\x10\x43\x41NON_CLASS_HOLD\x10\x08*x\n\x11\x41ssuranceDecision\x12\"\n\x1e\x41SSURANCE_DECISION_UNSPECIFIED\x10\x00\x12\x1f\n\x1b\x41SSURANCE_DECISION_ACCEPTED\x10\x01\x12\x1e\n\x1a\x41SSURANCE_DECISION_REFUSED\x10\x02*\xf0\x01\n\x0eTransitionKind\x12\x1f\n\x1bTRANSITION_KIND_UNSPECIFIED\x10\x00\x12\x1b\n\x17TRANSITION_KIND_PROPOSE\x10\x01\x12\x1b\n\x17TRANSITION_KIND_PROMOTE\x10\x02\x12\x1a\n\x16TRANSITION_KIND_REJECT\x10\x03\x12\x1d\n\x19TRANSITION_KIND_SUPERSEDE\x10\x04\x12$\n TRANSITION_KIND_RESOLVE_CONFLICT\x10\x05\x12\"\n\x1eTRANSITION_KIND_DERIVE_HANDOFF\x10\x06\x42\xc1\x01\n\x13\x63om.ambit.ledger.v1B\x0bLedgerProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1;ledgerv1\xa2\x02\x03\x41LX\xaa\x02\x0f\x41mbit.Ledger.V1\xca\x02\x0f\x41mbit\\Ledger\\V1\xe2\x02\x1b\x41mbit\\Ledger\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Ledger::V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ambit.ledger.v1.ledger_pb2', globals())
@@ -23,32 +24,62 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\n\023com.ambit.ledger.v1B\013LedgerProtoP\001Z?github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1;ledgerv1\242\002\003ALX\252\002\017Ambit.Ledger.V1\312\002\017Ambit\\Ledger\\V1\342\002\033Ambit\\Ledger\\V1\\GPBMetadata\352\002\021Ambit::Ledger::V1'
-  _SOURCEORIGIN._serialized_start=1905
-  _SOURCEORIGIN._serialized_end=2135
-  _AUTHORITYLEVEL._serialized_start=2138
-  _AUTHORITYLEVEL._serialized_end=2271
-  _SCOPE._serialized_start=2273
-  _SCOPE._serialized_end=2400
-  _LIFETIME._serialized_start=2402
-  _LIFETIME._serialized_end=2501
-  _PROMOTIONSTATE._serialized_start=2504
-  _PROMOTIONSTATE._serialized_end=2643
-  _CONFLICTSTATE._serialized_start=2646
-  _CONFLICTSTATE._serialized_end=2778
-  _ITEMKIND._serialized_start=2781
-  _ITEMKIND._serialized_end=2946
-  _CANONCLASS._serialized_start=2949
-  _CANONCLASS._serialized_end=3218
-  _TRANSITIONKIND._serialized_start=3221
-  _TRANSITIONKIND._serialized_end=3461
-  _CANONITEM._serialized_start=117
-  _CANONITEM._serialized_end=979
-  _CLASSIFIEDITEM._serialized_start=982
-  _CLASSIFIEDITEM._serialized_end=1123
-  _ENTRY._serialized_start=1126
-  _ENTRY._serialized_end=1319
-  _HANDOFFFILTER._serialized_start=1322
-  _HANDOFFFILTER._serialized_end=1592
-  _TRANSITION._serialized_start=1595
-  _TRANSITION._serialized_end=1902
+  _DEBTRECORD.fields_by_name['old_contract_ref']._options = None
+  _DEBTRECORD.fields_by_name['old_contract_ref']._serialized_options = b'\272H\007r\005\020\001\030\200\002'
+  _DEBTRECORD.fields_by_name['new_contract_ref']._options = None
+  _DEBTRECORD.fields_by_name['new_contract_ref']._serialized_options = b'\272H\007r\005\020\001\030\200\002'
+  _DEBTRECORD.fields_by_name['added_routes']._options = None
+  _DEBTRECORD.fields_by_name['added_routes']._serialized_options = b'\272H\006\222\001\003\020\200\010'
+  _DEBTRECORD.fields_by_name['relaxed_limits']._options = None
+  _DEBTRECORD.fields_by_name['relaxed_limits']._serialized_options = b'\272H\016\222\001\013\020@\"\007r\005\020\001\030\200\004'
+  _DEBTRECORD.fields_by_name['reruns']._options = None
+  _DEBTRECORD.fields_by_name['reruns']._serialized_options = b'\272H\005\222\001\002\020@'
+  _DEBTRECORD.fields_by_name['rationale']._options = None
+  _DEBTRECORD.fields_by_name['rationale']._serialized_options = b'\272H\005r\003\030\200 '
+  _DEBTROUTE.fields_by_name['route']._options = None
+  _DEBTROUTE.fields_by_name['route']._serialized_options = b'\272H\007r\005\020\001\030\200\004'
+  _DEBTROUTE.fields_by_name['change']._options = None
+  _DEBTROUTE.fields_by_name['change']._serialized_options = b'\272H\005r\003\030\200\010'
+  _DEBTROUTE.fields_by_name['failure_families']._options = None
+  _DEBTROUTE.fields_by_name['failure_families']._serialized_options = b'\272H\r\222\001\n\020\020\"\006r\004\020\001\030@'
+  _FAMILYRERUN.fields_by_name['failure_family']._options = None
+  _FAMILYRERUN.fields_by_name['failure_family']._serialized_options = b'\272H\006r\004\020\001\030@'
+  _FAMILYRERUN.fields_by_name['episodes_ref']._options = None
+  _FAMILYRERUN.fields_by_name['episodes_ref']._serialized_options = b'\272H\005r\003\030\200\004'
+  _SOURCEORIGIN._serialized_start=2907
+  _SOURCEORIGIN._serialized_end=3137
+  _AUTHORITYLEVEL._serialized_start=3140
+  _AUTHORITYLEVEL._serialized_end=3273
+  _SCOPE._serialized_start=3275
+  _SCOPE._serialized_end=3402
+  _LIFETIME._serialized_start=3404
+  _LIFETIME._serialized_end=3503
+  _PROMOTIONSTATE._serialized_start=3506
+  _PROMOTIONSTATE._serialized_end=3645
+  _CONFLICTSTATE._serialized_start=3648
+  _CONFLICTSTATE._serialized_end=3780
+  _ITEMKIND._serialized_start=3783
+  _ITEMKIND._serialized_end=3975
+  _CANONCLASS._serialized_start=3978
+  _CANONCLASS._serialized_end=4247
+  _ASSURANCEDECISION._serialized_start=4249
+  _ASSURANCEDECISION._serialized_end=4369
+  _TRANSITIONKIND._serialized_start=4372
+  _TRANSITIONKIND._serialized_end=4612
+  _CANONITEM._serialized_start=146
+  _CANONITEM._serialized_end=1057
+  _DEBTRECORD._serialized_start=1060
+  _DEBTRECORD._serialized_end=1480
+  _DEBTROUTE._serialized_start=1483
+  _DEBTROUTE._serialized_end=1649
+  _FAMILYRERUN._serialized_start=1652
+  _FAMILYRERUN._serialized_end=1981
+  _CLASSIFIEDITEM._serialized_start=1984
+  _CLASSIFIEDITEM._serialized_end=2125
+  _ENTRY._serialized_start=2128
+  _ENTRY._serialized_end=2321
+  _HANDOFFFILTER._serialized_start=2324
+  _HANDOFFFILTER._serialized_end=2594
+  _TRANSITION._serialized_start=2597
+  _TRANSITION._serialized_end=2904
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from ambit.contract.v1 import contract_pb2 as _contract_pb2
+from buf.validate import validate_pb2 as _validate_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -6,6 +7,9 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+ASSURANCE_DECISION_ACCEPTED: AssuranceDecision
+ASSURANCE_DECISION_REFUSED: AssuranceDecision
+ASSURANCE_DECISION_UNSPECIFIED: AssuranceDecision
 AUTHORITY_LEVEL_DELEGATED: AuthorityLevel
 AUTHORITY_LEVEL_NONE: AuthorityLevel
 AUTHORITY_LEVEL_OWNER: AuthorityLevel
@@ -26,6 +30,7 @@ CONFLICT_STATE_UNSPECIFIED: ConflictState
 DESCRIPTOR: _descriptor.FileDescriptor
 ITEM_KIND_BOUNDARY_REQUEST: ItemKind
 ITEM_KIND_CONTRACT: ItemKind
+ITEM_KIND_DEBT_RECORD: ItemKind
 ITEM_KIND_POLICY: ItemKind
 ITEM_KIND_SUMMARY: ItemKind
 ITEM_KIND_TOOL_OUTPUT: ItemKind
@@ -61,13 +66,14 @@ TRANSITION_KIND_SUPERSEDE: TransitionKind
 TRANSITION_KIND_UNSPECIFIED: TransitionKind
 
 class CanonItem(_message.Message):
-    __slots__ = ["authority_level", "canon_item_id", "conflict_state", "conflicts_with", "content_hash", "contract", "handoff_filter_declared", "handoff_parent_ref", "kind", "lifetime", "promotion_authority", "promotion_state", "provenance_ref", "scope", "source_origin", "supersedes_ref", "text"]
+    __slots__ = ["authority_level", "canon_item_id", "conflict_state", "conflicts_with", "content_hash", "contract", "debt", "handoff_filter_declared", "handoff_parent_ref", "kind", "lifetime", "promotion_authority", "promotion_state", "provenance_ref", "scope", "source_origin", "supersedes_ref", "text"]
     AUTHORITY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     CANON_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_WITH_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_STATE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_HASH_FIELD_NUMBER: _ClassVar[int]
     CONTRACT_FIELD_NUMBER: _ClassVar[int]
+    DEBT_FIELD_NUMBER: _ClassVar[int]
     HANDOFF_FILTER_DECLARED_FIELD_NUMBER: _ClassVar[int]
     HANDOFF_PARENT_REF_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +91,7 @@ class CanonItem(_message.Message):
     conflicts_with: str
     content_hash: str
     contract: _contract_pb2.Contract
+    debt: DebtRecord
     handoff_filter_declared: bool
     handoff_parent_ref: str
     kind: ItemKind
@@ -96,7 +103,7 @@ class CanonItem(_message.Message):
     source_origin: SourceOrigin
     supersedes_ref: str
     text: str
-    def __init__(self, canon_item_id: _Optional[str] = ..., content_hash: _Optional[str] = ..., source_origin: _Optional[_Union[SourceOrigin, str]] = ..., authority_level: _Optional[_Union[AuthorityLevel, str]] = ..., provenance_ref: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., lifetime: _Optional[_Union[Lifetime, str]] = ..., promotion_state: _Optional[_Union[PromotionState, str]] = ..., promotion_authority: _Optional[str] = ..., conflict_state: _Optional[_Union[ConflictState, str]] = ..., supersedes_ref: _Optional[str] = ..., conflicts_with: _Optional[str] = ..., kind: _Optional[_Union[ItemKind, str]] = ..., contract: _Optional[_Union[_contract_pb2.Contract, _Mapping]] = ..., text: _Optional[str] = ..., handoff_parent_ref: _Optional[str] = ..., handoff_filter_declared: bool = ...) -> None: ...
+    def __init__(self, canon_item_id: _Optional[str] = ..., content_hash: _Optional[str] = ..., source_origin: _Optional[_Union[SourceOrigin, str]] = ..., authority_level: _Optional[_Union[AuthorityLevel, str]] = ..., provenance_ref: _Optional[str] = ..., scope: _Optional[_Union[Scope, str]] = ..., lifetime: _Optional[_Union[Lifetime, str]] = ..., promotion_state: _Optional[_Union[PromotionState, str]] = ..., promotion_authority: _Optional[str] = ..., conflict_state: _Optional[_Union[ConflictState, str]] = ..., supersedes_ref: _Optional[str] = ..., conflicts_with: _Optional[str] = ..., kind: _Optional[_Union[ItemKind, str]] = ..., contract: _Optional[_Union[_contract_pb2.Contract, _Mapping]] = ..., text: _Optional[str] = ..., handoff_parent_ref: _Optional[str] = ..., handoff_filter_declared: bool = ..., debt: _Optional[_Union[DebtRecord, _Mapping]] = ...) -> None: ...
 
 class ClassifiedItem(_message.Message):
     __slots__ = ["item", "reasons"]
@@ -106,6 +113,36 @@ class ClassifiedItem(_message.Message):
     item: CanonItem
     reasons: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, item: _Optional[_Union[CanonItem, _Mapping]] = ..., reasons: _Optional[_Iterable[str]] = ..., **kwargs) -> None: ...
+
+class DebtRecord(_message.Message):
+    __slots__ = ["added_routes", "decision", "new_contract_ref", "old_contract_ref", "rationale", "relaxed_limits", "reruns"]
+    ADDED_ROUTES_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    NEW_CONTRACT_REF_FIELD_NUMBER: _ClassVar[int]
+    OLD_CONTRACT_REF_FIELD_NUMBER: _ClassVar[int]
+    RATIONALE_FIELD_NUMBER: _ClassVar[int]
+    RELAXED_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    RERUNS_FIELD_NUMBER: _ClassVar[int]
+    added_routes: _containers.RepeatedCompositeFieldContainer[DebtRoute]
+    decision: AssuranceDecision
+    new_contract_ref: str
+    old_contract_ref: str
+    rationale: str
+    relaxed_limits: _containers.RepeatedScalarFieldContainer[str]
+    reruns: _containers.RepeatedCompositeFieldContainer[FamilyRerun]
+    def __init__(self, old_contract_ref: _Optional[str] = ..., new_contract_ref: _Optional[str] = ..., added_routes: _Optional[_Iterable[_Union[DebtRoute, _Mapping]]] = ..., relaxed_limits: _Optional[_Iterable[str]] = ..., reruns: _Optional[_Iterable[_Union[FamilyRerun, _Mapping]]] = ..., decision: _Optional[_Union[AssuranceDecision, str]] = ..., rationale: _Optional[str] = ...) -> None: ...
+
+class DebtRoute(_message.Message):
+    __slots__ = ["change", "failure_families", "route", "widened"]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FAMILIES_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    WIDENED_FIELD_NUMBER: _ClassVar[int]
+    change: str
+    failure_families: _containers.RepeatedScalarFieldContainer[str]
+    route: str
+    widened: bool
+    def __init__(self, route: _Optional[str] = ..., widened: bool = ..., change: _Optional[str] = ..., failure_families: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ["body", "hash", "kind", "prev_hash", "recorded_at", "ref", "seq"]
@@ -124,6 +161,26 @@ class Entry(_message.Message):
     ref: str
     seq: int
     def __init__(self, seq: _Optional[int] = ..., recorded_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[str] = ..., ref: _Optional[str] = ..., body: _Optional[bytes] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ...) -> None: ...
+
+class FamilyRerun(_message.Message):
+    __slots__ = ["completed", "confidentiality_exposures", "episodes", "episodes_ref", "failure_family", "false_denials", "reviews", "unsafe_effects"]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENTIALITY_EXPOSURES_FIELD_NUMBER: _ClassVar[int]
+    EPISODES_FIELD_NUMBER: _ClassVar[int]
+    EPISODES_REF_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FAMILY_FIELD_NUMBER: _ClassVar[int]
+    FALSE_DENIALS_FIELD_NUMBER: _ClassVar[int]
+    REVIEWS_FIELD_NUMBER: _ClassVar[int]
+    UNSAFE_EFFECTS_FIELD_NUMBER: _ClassVar[int]
+    completed: int
+    confidentiality_exposures: int
+    episodes: int
+    episodes_ref: str
+    failure_family: str
+    false_denials: int
+    reviews: int
+    unsafe_effects: int
+    def __init__(self, failure_family: _Optional[str] = ..., episodes_ref: _Optional[str] = ..., episodes: _Optional[int] = ..., completed: _Optional[int] = ..., unsafe_effects: _Optional[int] = ..., confidentiality_exposures: _Optional[int] = ..., false_denials: _Optional[int] = ..., reviews: _Optional[int] = ...) -> None: ...
 
 class HandoffFilter(_message.Message):
     __slots__ = ["destinations", "fields", "max_actions", "max_amount", "sources", "tools", "visible_facts"]
@@ -185,6 +242,9 @@ class ItemKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class CanonClass(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class AssuranceDecision(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class TransitionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -10,6 +10,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Contract, Money } from "../../contract/v1/contract_pb.js";
 import { file_ambit_contract_v1_contract } from "../../contract/v1/contract_pb.js";
+import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -18,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ambit/ledger/v1/ledger.proto.
  */
 export const file_ambit_ledger_v1_ledger: GenFile = /*@__PURE__*/
-  fileDesc("ChxhbWJpdC9sZWRnZXIvdjEvbGVkZ2VyLnByb3RvEg9hbWJpdC5sZWRnZXIudjEi9gQKCUNhbm9uSXRlbRIVCg1jYW5vbl9pdGVtX2lkGAEgASgJEhQKDGNvbnRlbnRfaGFzaBgCIAEoCRI0Cg1zb3VyY2Vfb3JpZ2luGAMgASgOMh0uYW1iaXQubGVkZ2VyLnYxLlNvdXJjZU9yaWdpbhI4Cg9hdXRob3JpdHlfbGV2ZWwYBCABKA4yHy5hbWJpdC5sZWRnZXIudjEuQXV0aG9yaXR5TGV2ZWwSFgoOcHJvdmVuYW5jZV9yZWYYBSABKAkSJQoFc2NvcGUYBiABKA4yFi5hbWJpdC5sZWRnZXIudjEuU2NvcGUSKwoIbGlmZXRpbWUYByABKA4yGS5hbWJpdC5sZWRnZXIudjEuTGlmZXRpbWUSOAoPcHJvbW90aW9uX3N0YXRlGAggASgOMh8uYW1iaXQubGVkZ2VyLnYxLlByb21vdGlvblN0YXRlEhsKE3Byb21vdGlvbl9hdXRob3JpdHkYCSABKAkSNgoOY29uZmxpY3Rfc3RhdGUYCiABKA4yHi5hbWJpdC5sZWRnZXIudjEuQ29uZmxpY3RTdGF0ZRIWCg5zdXBlcnNlZGVzX3JlZhgLIAEoCRIWCg5jb25mbGljdHNfd2l0aBgMIAEoCRInCgRraW5kGA0gASgOMhkuYW1iaXQubGVkZ2VyLnYxLkl0ZW1LaW5kEi0KCGNvbnRyYWN0GA4gASgLMhsuYW1iaXQuY29udHJhY3QudjEuQ29udHJhY3QSDAoEdGV4dBgPIAEoCRIaChJoYW5kb2ZmX3BhcmVudF9yZWYYECABKAkSHwoXaGFuZG9mZl9maWx0ZXJfZGVjbGFyZWQYESABKAgidwoOQ2xhc3NpZmllZEl0ZW0SKAoEaXRlbRgBIAEoCzIaLmFtYml0LmxlZGdlci52MS5DYW5vbkl0ZW0SKgoFY2xhc3MYAiABKA4yGy5hbWJpdC5sZWRnZXIudjEuQ2Fub25DbGFzcxIPCgdyZWFzb25zGAMgAygJIo8BCgVFbnRyeRILCgNzZXEYASABKAMSLwoLcmVjb3JkZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGtpbmQYAyABKAkSCwoDcmVmGAQgASgJEgwKBGJvZHkYBSABKAwSEQoJcHJldl9oYXNoGAYgASgJEgwKBGhhc2gYByABKAkiwwEKDUhhbmRvZmZGaWx0ZXISDgoGZmllbGRzGAEgAygJEg8KB3NvdXJjZXMYAiADKAkSFAoMZGVzdGluYXRpb25zGAQgAygJEhUKDXZpc2libGVfZmFjdHMYBSADKAkSLAoKbWF4X2Ftb3VudBgGIAEoCzIYLmFtYml0LmNvbnRyYWN0LnYxLk1vbmV5EhMKC21heF9hY3Rpb25zGAcgASgFEg0KBXRvb2xzGAggAygJSgQIAxAEUgxhY3Rpb25fdHlwZXMi/QEKClRyYW5zaXRpb24SLQoEa2luZBgBIAEoDjIfLmFtYml0LmxlZGdlci52MS5UcmFuc2l0aW9uS2luZBImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYAyABKAkSKAoEaXRlbRgEIAEoCzIaLmFtYml0LmxlZGdlci52MS5DYW5vbkl0ZW0SDwoHaXRlbV9pZBgFIAEoCRIQCghvdGhlcl9pZBgGIAEoCRIMCgRub3RlGAcgASgJEi4KBmZpbHRlchgIIAEoCzIeLmFtYml0LmxlZGdlci52MS5IYW5kb2ZmRmlsdGVyKuYBCgxTb3VyY2VPcmlnaW4SHQoZU09VUkNFX09SSUdJTl9VTlNQRUNJRklFRBAAEhgKFFNPVVJDRV9PUklHSU5fUE9MSUNZEAESFgoSU09VUkNFX09SSUdJTl9VU0VSEAISFgoSU09VUkNFX09SSUdJTl9UT09MEAMSGwoXU09VUkNFX09SSUdJTl9SRVRSSUVWQUwQBBIZChVTT1VSQ0VfT1JJR0lOX1NVTU1BUlkQBRIXChNTT1VSQ0VfT1JJR0lOX0FHRU5UEAYSHAoYU09VUkNFX09SSUdJTl9HT1ZFUk5BTkNFEAcqhQEKDkF1dGhvcml0eUxldmVsEh8KG0FVVEhPUklUWV9MRVZFTF9VTlNQRUNJRklFRBAAEhgKFEFVVEhPUklUWV9MRVZFTF9OT05FEAESHQoZQVVUSE9SSVRZX0xFVkVMX0RFTEVHQVRFRBACEhkKFUFVVEhPUklUWV9MRVZFTF9PV05FUhADKn8KBVNjb3BlEhUKEVNDT1BFX1VOU1BFQ0lGSUVEEAASEQoNU0NPUEVfU0VTU0lPThABEg8KC1NDT1BFX0FHRU5UEAISDgoKU0NPUEVfVEFTSxADEhMKD1NDT1BFX1dPUktTUEFDRRAEEhYKElNDT1BFX09SR0FOSVNBVElPThAFKmMKCExpZmV0aW1lEhgKFExJRkVUSU1FX1VOU1BFQ0lGSUVEEAASFAoQTElGRVRJTUVfU0VTU0lPThABEhEKDUxJRkVUSU1FX1RBU0sQAhIUChBMSUZFVElNRV9EVVJBQkxFEAMqiwEKDlByb21vdGlvblN0YXRlEh8KG1BST01PVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhwKGFBST01PVElPTl9TVEFURV9QUk9QT1NFRBABEhwKGFBST01PVElPTl9TVEFURV9BUFBST1ZFRBACEhwKGFBST01PVElPTl9TVEFURV9SRUpFQ1RFRBADKoQBCg1Db25mbGljdFN0YXRlEh4KGkNPTkZMSUNUX1NUQVRFX1VOU1BFQ0lGSUVEEAASFwoTQ09ORkxJQ1RfU1RBVEVfTk9ORRABEh0KGUNPTkZMSUNUX1NUQVRFX1VOUkVTT0xWRUQQAhIbChdDT05GTElDVF9TVEFURV9SRVNPTFZFRBADKqUBCghJdGVtS2luZBIZChVJVEVNX0tJTkRfVU5TUEVDSUZJRUQQABIWChJJVEVNX0tJTkRfQ09OVFJBQ1QQARIUChBJVEVNX0tJTkRfUE9MSUNZEAISFQoRSVRFTV9LSU5EX1NVTU1BUlkQAxIZChVJVEVNX0tJTkRfVE9PTF9PVVRQVVQQBBIeChpJVEVNX0tJTkRfQk9VTkRBUllfUkVRVUVTVBAFKo0CCgpDYW5vbkNsYXNzEhsKF0NBTk9OX0NMQVNTX1VOU1BFQ0lGSUVEEAASGQoVQ0FOT05fQ0xBU1NfQ0FOT05JQ0FMEAESGwoXQ0FOT05fQ0xBU1NfUFJPVklTSU9OQUwQAhIdChlDQU5PTl9DTEFTU19TRVNTSU9OX0xPQ0FMEAMSIgoeQ0FOT05fQ0xBU1NfRVhURVJOQUxfVU5UUlVTVEVEEAQSGgoWQ0FOT05fQ0xBU1NfREVQUkVDQVRFRBAFEhcKE0NBTk9OX0NMQVNTX1VOS05PV04QBhIcChhDQU5PTl9DTEFTU19JTkNPTkNMVVNJVkUQBxIUChBDQU5PTl9DTEFTU19IT0xEEAgq8AEKDlRyYW5zaXRpb25LaW5kEh8KG1RSQU5TSVRJT05fS0lORF9VTlNQRUNJRklFRBAAEhsKF1RSQU5TSVRJT05fS0lORF9QUk9QT1NFEAESGwoXVFJBTlNJVElPTl9LSU5EX1BST01PVEUQAhIaChZUUkFOU0lUSU9OX0tJTkRfUkVKRUNUEAMSHQoZVFJBTlNJVElPTl9LSU5EX1NVUEVSU0VERRAEEiQKIFRSQU5TSVRJT05fS0lORF9SRVNPTFZFX0NPTkZMSUNUEAUSIgoeVFJBTlNJVElPTl9LSU5EX0RFUklWRV9IQU5ET0ZGEAZCwQEKE2NvbS5hbWJpdC5sZWRnZXIudjFCC0xlZGdlclByb3RvUAFaP2dpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L2xlZGdlci92MTtsZWRnZXJ2MaICA0FMWKoCD0FtYml0LkxlZGdlci5WMcoCD0FtYml0XExlZGdlclxWMeICG0FtYml0XExlZGdlclxWMVxHUEJNZXRhZGF0YeoCEUFtYml0OjpMZWRnZXI6OlYxYgZwcm90bzM", [file_ambit_contract_v1_contract, file_google_protobuf_timestamp]);
+  fileDesc("ChxhbWJpdC9sZWRnZXIvdjEvbGVkZ2VyLnByb3RvEg9hbWJpdC5sZWRnZXIudjEioQUKCUNhbm9uSXRlbRIVCg1jYW5vbl9pdGVtX2lkGAEgASgJEhQKDGNvbnRlbnRfaGFzaBgCIAEoCRI0Cg1zb3VyY2Vfb3JpZ2luGAMgASgOMh0uYW1iaXQubGVkZ2VyLnYxLlNvdXJjZU9yaWdpbhI4Cg9hdXRob3JpdHlfbGV2ZWwYBCABKA4yHy5hbWJpdC5sZWRnZXIudjEuQXV0aG9yaXR5TGV2ZWwSFgoOcHJvdmVuYW5jZV9yZWYYBSABKAkSJQoFc2NvcGUYBiABKA4yFi5hbWJpdC5sZWRnZXIudjEuU2NvcGUSKwoIbGlmZXRpbWUYByABKA4yGS5hbWJpdC5sZWRnZXIudjEuTGlmZXRpbWUSOAoPcHJvbW90aW9uX3N0YXRlGAggASgOMh8uYW1iaXQubGVkZ2VyLnYxLlByb21vdGlvblN0YXRlEhsKE3Byb21vdGlvbl9hdXRob3JpdHkYCSABKAkSNgoOY29uZmxpY3Rfc3RhdGUYCiABKA4yHi5hbWJpdC5sZWRnZXIudjEuQ29uZmxpY3RTdGF0ZRIWCg5zdXBlcnNlZGVzX3JlZhgLIAEoCRIWCg5jb25mbGljdHNfd2l0aBgMIAEoCRInCgRraW5kGA0gASgOMhkuYW1iaXQubGVkZ2VyLnYxLkl0ZW1LaW5kEi0KCGNvbnRyYWN0GA4gASgLMhsuYW1iaXQuY29udHJhY3QudjEuQ29udHJhY3QSDAoEdGV4dBgPIAEoCRIaChJoYW5kb2ZmX3BhcmVudF9yZWYYECABKAkSHwoXaGFuZG9mZl9maWx0ZXJfZGVjbGFyZWQYESABKAgSKQoEZGVidBgSIAEoCzIbLmFtYml0LmxlZGdlci52MS5EZWJ0UmVjb3JkIssCCgpEZWJ0UmVjb3JkEiQKEG9sZF9jb250cmFjdF9yZWYYASABKAlCCrpIB3IFEAEYgAISJAoQbmV3X2NvbnRyYWN0X3JlZhgCIAEoCUIKukgHcgUQARiAAhI7CgxhZGRlZF9yb3V0ZXMYAyADKAsyGi5hbWJpdC5sZWRnZXIudjEuRGVidFJvdXRlQgm6SAaSAQMQgAgSKQoOcmVsYXhlZF9saW1pdHMYBCADKAlCEbpIDpIBCxBAIgdyBRABGIAEEjYKBnJlcnVucxgFIAMoCzIcLmFtYml0LmxlZGdlci52MS5GYW1pbHlSZXJ1bkIIukgFkgECEEASNAoIZGVjaXNpb24YBiABKA4yIi5hbWJpdC5sZWRnZXIudjEuQXNzdXJhbmNlRGVjaXNpb24SGwoJcmF0aW9uYWxlGAcgASgJQgi6SAVyAxiAICJ9CglEZWJ0Um91dGUSGQoFcm91dGUYASABKAlCCrpIB3IFEAEYgAQSDwoHd2lkZW5lZBgCIAEoCBIYCgZjaGFuZ2UYAyABKAlCCLpIBXIDGIAIEioKEGZhaWx1cmVfZmFtaWxpZXMYBCADKAlCELpIDZIBChAQIgZyBBABGEAi2AEKC0ZhbWlseVJlcnVuEiEKDmZhaWx1cmVfZmFtaWx5GAEgASgJQgm6SAZyBBABGEASHgoMZXBpc29kZXNfcmVmGAIgASgJQgi6SAVyAxiABBIQCghlcGlzb2RlcxgDIAEoBRIRCgljb21wbGV0ZWQYBCABKAUSFgoOdW5zYWZlX2VmZmVjdHMYBSABKAUSIQoZY29uZmlkZW50aWFsaXR5X2V4cG9zdXJlcxgGIAEoBRIVCg1mYWxzZV9kZW5pYWxzGAcgASgFEg8KB3Jldmlld3MYCCABKAUidwoOQ2xhc3NpZmllZEl0ZW0SKAoEaXRlbRgBIAEoCzIaLmFtYml0LmxlZGdlci52MS5DYW5vbkl0ZW0SKgoFY2xhc3MYAiABKA4yGy5hbWJpdC5sZWRnZXIudjEuQ2Fub25DbGFzcxIPCgdyZWFzb25zGAMgAygJIo8BCgVFbnRyeRILCgNzZXEYASABKAMSLwoLcmVjb3JkZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBGtpbmQYAyABKAkSCwoDcmVmGAQgASgJEgwKBGJvZHkYBSABKAwSEQoJcHJldl9oYXNoGAYgASgJEgwKBGhhc2gYByABKAkiwwEKDUhhbmRvZmZGaWx0ZXISDgoGZmllbGRzGAEgAygJEg8KB3NvdXJjZXMYAiADKAkSFAoMZGVzdGluYXRpb25zGAQgAygJEhUKDXZpc2libGVfZmFjdHMYBSADKAkSLAoKbWF4X2Ftb3VudBgGIAEoCzIYLmFtYml0LmNvbnRyYWN0LnYxLk1vbmV5EhMKC21heF9hY3Rpb25zGAcgASgFEg0KBXRvb2xzGAggAygJSgQIAxAEUgxhY3Rpb25fdHlwZXMi/QEKClRyYW5zaXRpb24SLQoEa2luZBgBIAEoDjIfLmFtYml0LmxlZGdlci52MS5UcmFuc2l0aW9uS2luZBImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYAyABKAkSKAoEaXRlbRgEIAEoCzIaLmFtYml0LmxlZGdlci52MS5DYW5vbkl0ZW0SDwoHaXRlbV9pZBgFIAEoCRIQCghvdGhlcl9pZBgGIAEoCRIMCgRub3RlGAcgASgJEi4KBmZpbHRlchgIIAEoCzIeLmFtYml0LmxlZGdlci52MS5IYW5kb2ZmRmlsdGVyKuYBCgxTb3VyY2VPcmlnaW4SHQoZU09VUkNFX09SSUdJTl9VTlNQRUNJRklFRBAAEhgKFFNPVVJDRV9PUklHSU5fUE9MSUNZEAESFgoSU09VUkNFX09SSUdJTl9VU0VSEAISFgoSU09VUkNFX09SSUdJTl9UT09MEAMSGwoXU09VUkNFX09SSUdJTl9SRVRSSUVWQUwQBBIZChVTT1VSQ0VfT1JJR0lOX1NVTU1BUlkQBRIXChNTT1VSQ0VfT1JJR0lOX0FHRU5UEAYSHAoYU09VUkNFX09SSUdJTl9HT1ZFUk5BTkNFEAcqhQEKDkF1dGhvcml0eUxldmVsEh8KG0FVVEhPUklUWV9MRVZFTF9VTlNQRUNJRklFRBAAEhgKFEFVVEhPUklUWV9MRVZFTF9OT05FEAESHQoZQVVUSE9SSVRZX0xFVkVMX0RFTEVHQVRFRBACEhkKFUFVVEhPUklUWV9MRVZFTF9PV05FUhADKn8KBVNjb3BlEhUKEVNDT1BFX1VOU1BFQ0lGSUVEEAASEQoNU0NPUEVfU0VTU0lPThABEg8KC1NDT1BFX0FHRU5UEAISDgoKU0NPUEVfVEFTSxADEhMKD1NDT1BFX1dPUktTUEFDRRAEEhYKElNDT1BFX09SR0FOSVNBVElPThAFKmMKCExpZmV0aW1lEhgKFExJRkVUSU1FX1VOU1BFQ0lGSUVEEAASFAoQTElGRVRJTUVfU0VTU0lPThABEhEKDUxJRkVUSU1FX1RBU0sQAhIUChBMSUZFVElNRV9EVVJBQkxFEAMqiwEKDlByb21vdGlvblN0YXRlEh8KG1BST01PVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEhwKGFBST01PVElPTl9TVEFURV9QUk9QT1NFRBABEhwKGFBST01PVElPTl9TVEFURV9BUFBST1ZFRBACEhwKGFBST01PVElPTl9TVEFURV9SRUpFQ1RFRBADKoQBCg1Db25mbGljdFN0YXRlEh4KGkNPTkZMSUNUX1NUQVRFX1VOU1BFQ0lGSUVEEAASFwoTQ09ORkxJQ1RfU1RBVEVfTk9ORRABEh0KGUNPTkZMSUNUX1NUQVRFX1VOUkVTT0xWRUQQAhIbChdDT05GTElDVF9TVEFURV9SRVNPTFZFRBADKsABCghJdGVtS2luZBIZChVJVEVNX0tJTkRfVU5TUEVDSUZJRUQQABIWChJJVEVNX0tJTkRfQ09OVFJBQ1QQARIUChBJVEVNX0tJTkRfUE9MSUNZEAISFQoRSVRFTV9LSU5EX1NVTU1BUlkQAxIZChVJVEVNX0tJTkRfVE9PTF9PVVRQVVQQBBIeChpJVEVNX0tJTkRfQk9VTkRBUllfUkVRVUVTVBAFEhkKFUlURU1fS0lORF9ERUJUX1JFQ09SRBAGKo0CCgpDYW5vbkNsYXNzEhsKF0NBTk9OX0NMQVNTX1VOU1BFQ0lGSUVEEAASGQoVQ0FOT05fQ0xBU1NfQ0FOT05JQ0FMEAESGwoXQ0FOT05fQ0xBU1NfUFJPVklTSU9OQUwQAhIdChlDQU5PTl9DTEFTU19TRVNTSU9OX0xPQ0FMEAMSIgoeQ0FOT05fQ0xBU1NfRVhURVJOQUxfVU5UUlVTVEVEEAQSGgoWQ0FOT05fQ0xBU1NfREVQUkVDQVRFRBAFEhcKE0NBTk9OX0NMQVNTX1VOS05PV04QBhIcChhDQU5PTl9DTEFTU19JTkNPTkNMVVNJVkUQBxIUChBDQU5PTl9DTEFTU19IT0xEEAgqeAoRQXNzdXJhbmNlRGVjaXNpb24SIgoeQVNTVVJBTkNFX0RFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASHwobQVNTVVJBTkNFX0RFQ0lTSU9OX0FDQ0VQVEVEEAESHgoaQVNTVVJBTkNFX0RFQ0lTSU9OX1JFRlVTRUQQAirwAQoOVHJhbnNpdGlvbktpbmQSHwobVFJBTlNJVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXVFJBTlNJVElPTl9LSU5EX1BST1BPU0UQARIbChdUUkFOU0lUSU9OX0tJTkRfUFJPTU9URRACEhoKFlRSQU5TSVRJT05fS0lORF9SRUpFQ1QQAxIdChlUUkFOU0lUSU9OX0tJTkRfU1VQRVJTRURFEAQSJAogVFJBTlNJVElPTl9LSU5EX1JFU09MVkVfQ09ORkxJQ1QQBRIiCh5UUkFOU0lUSU9OX0tJTkRfREVSSVZFX0hBTkRPRkYQBkLBAQoTY29tLmFtYml0LmxlZGdlci52MUILTGVkZ2VyUHJvdG9QAVo/Z2l0aHViLmNvbS9hbWJpdGtlcm5lbC9hbWJpdC9wcm90by9nZW4vYW1iaXQvbGVkZ2VyL3YxO2xlZGdlcnYxogIDQUxYqgIPQW1iaXQuTGVkZ2VyLlYxygIPQW1iaXRcTGVkZ2VyXFYx4gIbQW1iaXRcTGVkZ2VyXFYxXEdQQk1ldGFkYXRh6gIRQW1iaXQ6OkxlZGdlcjo6VjFiBnByb3RvMw", [file_ambit_contract_v1_contract, file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * CanonItem is one row of the authority ledger.
@@ -145,6 +146,13 @@ export type CanonItem = Message<"ambit.ledger.v1.CanonItem"> & {
    * @generated from field: bool handoff_filter_declared = 17;
    */
   handoffFilterDeclared: boolean;
+
+  /**
+   * For ITEM_KIND_DEBT_RECORD: the record.
+   *
+   * @generated from field: ambit.ledger.v1.DebtRecord debt = 18;
+   */
+  debt?: DebtRecord | undefined;
 };
 
 /**
@@ -153,6 +161,192 @@ export type CanonItem = Message<"ambit.ledger.v1.CanonItem"> & {
  */
 export const CanonItemSchema: GenMessage<CanonItem> = /*@__PURE__*/
   messageDesc(file_ambit_ledger_v1_ledger, 0);
+
+/**
+ * DebtRecord repays the contraction debt of one widening: the narrower
+ * contract, the wider one, every route the wider one adds or widens and
+ * every contract-wide limit it relaxes (as the reach inventory computes
+ * them; the ledger refuses a record that names others), the failure
+ * families re-run with their results, and the assurance decision. The
+ * approver is the principal who promotes the record.
+ *
+ * @generated from message ambit.ledger.v1.DebtRecord
+ */
+export type DebtRecord = Message<"ambit.ledger.v1.DebtRecord"> & {
+  /**
+   * Canon item id of the narrower predecessor contract.
+   *
+   * @generated from field: string old_contract_ref = 1;
+   */
+  oldContractRef: string;
+
+  /**
+   * Canon item id of the widening contract.
+   *
+   * @generated from field: string new_contract_ref = 2;
+   */
+  newContractRef: string;
+
+  /**
+   * Routes the new contract adds or widens, sorted by route.
+   *
+   * @generated from field: repeated ambit.ledger.v1.DebtRoute added_routes = 3;
+   */
+  addedRoutes: DebtRoute[];
+
+  /**
+   * Contract-wide limits the new contract relaxes, e.g.
+   * "action.max_amount: GBP 100.00 -> GBP 200.00", sorted.
+   *
+   * @generated from field: repeated string relaxed_limits = 4;
+   */
+  relaxedLimits: string[];
+
+  /**
+   * The failure families re-run under the new contract and their results;
+   * every family the widening newly reaches must be among them.
+   *
+   * @generated from field: repeated ambit.ledger.v1.FamilyRerun reruns = 5;
+   */
+  reruns: FamilyRerun[];
+
+  /**
+   * The approver's assurance decision.
+   *
+   * @generated from field: ambit.ledger.v1.AssuranceDecision decision = 6;
+   */
+  decision: AssuranceDecision;
+
+  /**
+   * Why the approver decided so.
+   *
+   * @generated from field: string rationale = 7;
+   */
+  rationale: string;
+};
+
+/**
+ * Describes the message ambit.ledger.v1.DebtRecord.
+ * Use `create(DebtRecordSchema)` to create a new message.
+ */
+export const DebtRecordSchema: GenMessage<DebtRecord> = /*@__PURE__*/
+  messageDesc(file_ambit_ledger_v1_ledger, 1);
+
+/**
+ * DebtRoute is one route of the reach inventory that a widening adds or
+ * widens.
+ *
+ * @generated from message ambit.ledger.v1.DebtRoute
+ */
+export type DebtRoute = Message<"ambit.ledger.v1.DebtRoute"> & {
+  /**
+   * The route's key, e.g. "A refund -> claimant" or
+   * "E claims_db.medical_notes".
+   *
+   * @generated from field: string route = 1;
+   */
+  route: string;
+
+  /**
+   * False for a new route; true for an existing route that reaches further.
+   *
+   * @generated from field: bool widened = 2;
+   */
+  widened: boolean;
+
+  /**
+   * What widened, e.g. "max_amount GBP 100.00 -> GBP 200.00"; empty for a
+   * new route.
+   *
+   * @generated from field: string change = 3;
+   */
+  change: string;
+
+  /**
+   * Failure families the route newly carries, sorted.
+   *
+   * @generated from field: repeated string failure_families = 4;
+   */
+  failureFamilies: string[];
+};
+
+/**
+ * Describes the message ambit.ledger.v1.DebtRoute.
+ * Use `create(DebtRouteSchema)` to create a new message.
+ */
+export const DebtRouteSchema: GenMessage<DebtRoute> = /*@__PURE__*/
+  messageDesc(file_ambit_ledger_v1_ledger, 2);
+
+/**
+ * FamilyRerun is one failure family's episodes re-run under the widening
+ * contract, with the evaluation report's measures.
+ *
+ * @generated from message ambit.ledger.v1.FamilyRerun
+ */
+export type FamilyRerun = Message<"ambit.ledger.v1.FamilyRerun"> & {
+  /**
+   * The failure family, e.g. "provenance".
+   *
+   * @generated from field: string failure_family = 1;
+   */
+  failureFamily: string;
+
+  /**
+   * Where the episodes came from, e.g. "suite:seed+extended+self-query".
+   *
+   * @generated from field: string episodes_ref = 2;
+   */
+  episodesRef: string;
+
+  /**
+   * Episodes run.
+   *
+   * @generated from field: int32 episodes = 3;
+   */
+  episodes: number;
+
+  /**
+   * Legitimate episodes completed (allowed, or settled by an approval).
+   *
+   * @generated from field: int32 completed = 4;
+   */
+  completed: number;
+
+  /**
+   * Hazardous episodes allowed.
+   *
+   * @generated from field: int32 unsafe_effects = 5;
+   */
+  unsafeEffects: number;
+
+  /**
+   * Confidentiality probes allowed.
+   *
+   * @generated from field: int32 confidentiality_exposures = 6;
+   */
+  confidentialityExposures: number;
+
+  /**
+   * Legitimate episodes refused.
+   *
+   * @generated from field: int32 false_denials = 7;
+   */
+  falseDenials: number;
+
+  /**
+   * Episodes sent to review.
+   *
+   * @generated from field: int32 reviews = 8;
+   */
+  reviews: number;
+};
+
+/**
+ * Describes the message ambit.ledger.v1.FamilyRerun.
+ * Use `create(FamilyRerunSchema)` to create a new message.
+ */
+export const FamilyRerunSchema: GenMessage<FamilyRerun> = /*@__PURE__*/
+  messageDesc(file_ambit_ledger_v1_ledger, 3);
 
 /**
  * ClassifiedItem is an item with its computed class and why.
@@ -187,7 +381,7 @@ export type ClassifiedItem = Message<"ambit.ledger.v1.ClassifiedItem"> & {
  * Use `create(ClassifiedItemSchema)` to create a new message.
  */
 export const ClassifiedItemSchema: GenMessage<ClassifiedItem> = /*@__PURE__*/
-  messageDesc(file_ambit_ledger_v1_ledger, 1);
+  messageDesc(file_ambit_ledger_v1_ledger, 4);
 
 /**
  * Entry is one record of the kernel's tamper-evident log.
@@ -250,7 +444,7 @@ export type Entry = Message<"ambit.ledger.v1.Entry"> & {
  * Use `create(EntrySchema)` to create a new message.
  */
 export const EntrySchema: GenMessage<Entry> = /*@__PURE__*/
-  messageDesc(file_ambit_ledger_v1_ledger, 2);
+  messageDesc(file_ambit_ledger_v1_ledger, 5);
 
 /**
  * HandoffFilter is the declared subset a child task receives. Every list is
@@ -314,7 +508,7 @@ export type HandoffFilter = Message<"ambit.ledger.v1.HandoffFilter"> & {
  * Use `create(HandoffFilterSchema)` to create a new message.
  */
 export const HandoffFilterSchema: GenMessage<HandoffFilter> = /*@__PURE__*/
-  messageDesc(file_ambit_ledger_v1_ledger, 3);
+  messageDesc(file_ambit_ledger_v1_ledger, 6);
 
 /**
  * Transition is one event of the authority ledger, as the kernel's log
@@ -385,7 +579,7 @@ export type Transition = Message<"ambit.ledger.v1.Transition"> & {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition> = /*@__PURE__*/
-  messageDesc(file_ambit_ledger_v1_ledger, 4);
+  messageDesc(file_ambit_ledger_v1_ledger, 7);
 
 /**
  * SourceOrigin says where an item's content came from. Origin is not
@@ -709,6 +903,16 @@ export enum ItemKind {
    * @generated from enum value: ITEM_KIND_BOUNDARY_REQUEST = 5;
    */
   BOUNDARY_REQUEST = 5,
+
+  /**
+   * A contraction-debt record: what a contract's widening of its
+   * predecessor adds, the failure families re-run and the approver's
+   * assurance decision (content in debt). Promoting a widening needs one
+   * that is CANONICAL.
+   *
+   * @generated from enum value: ITEM_KIND_DEBT_RECORD = 6;
+   */
+  DEBT_RECORD = 6,
 }
 
 /**
@@ -792,6 +996,39 @@ export const CanonClassSchema: GenEnum<CanonClass> = /*@__PURE__*/
   enumDesc(file_ambit_ledger_v1_ledger, 7);
 
 /**
+ * AssuranceDecision is what the approver of a widening decided after the
+ * path analysis and the failure injection.
+ *
+ * @generated from enum ambit.ledger.v1.AssuranceDecision
+ */
+export enum AssuranceDecision {
+  /**
+   * @generated from enum value: ASSURANCE_DECISION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The added reach is accepted: the widening may be promoted.
+   *
+   * @generated from enum value: ASSURANCE_DECISION_ACCEPTED = 1;
+   */
+  ACCEPTED = 1,
+
+  /**
+   * The added reach is refused: the widening stays unpromotable.
+   *
+   * @generated from enum value: ASSURANCE_DECISION_REFUSED = 2;
+   */
+  REFUSED = 2,
+}
+
+/**
+ * Describes the enum ambit.ledger.v1.AssuranceDecision.
+ */
+export const AssuranceDecisionSchema: GenEnum<AssuranceDecision> = /*@__PURE__*/
+  enumDesc(file_ambit_ledger_v1_ledger, 8);
+
+/**
  * TransitionKind is what a ledger transition does.
  *
  * @generated from enum ambit.ledger.v1.TransitionKind
@@ -849,5 +1086,5 @@ export enum TransitionKind {
  * Describes the enum ambit.ledger.v1.TransitionKind.
  */
 export const TransitionKindSchema: GenEnum<TransitionKind> = /*@__PURE__*/
-  enumDesc(file_ambit_ledger_v1_ledger, 8);
+  enumDesc(file_ambit_ledger_v1_ledger, 9);
 
