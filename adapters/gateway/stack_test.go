@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,36 +66,24 @@ type stack struct {
 	Agents   []string `json:"agents"`
 }
 
-// binaries built once per test binary: ambit-mcp and ambitctl always,
-// the stack's processes only when this run starts the stack.
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+// binDir receives the binaries the live tests run, built from this
+// checkout; TestMain removes it.
+var binDir string
 
-func build(t *testing.T, withStack bool) string {
+// build builds the packages into binDir.
+func build(t *testing.T, pkgs ...string) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	if binDir == "" {
 		dir, err := os.MkdirTemp("", "ambit-mcp-bin-")
 		if err != nil {
-			buildErr = err
-			return
+			t.Fatal(err)
 		}
 		binDir = dir
-		pkgs := []string{"./adapters/cmd/ambit-mcp", "./kernel/cmd/ambitctl"}
-		if withStack {
-			pkgs = append(pkgs, "./kernel/cmd/ambit-kernel", "./adapters/cmd/ambit-evidence", "./adapters/cmd/ambit-action",
-				"./verifier/cmd/ambit-verifier", "./examples/supportdesk/cmd/supportdesk-mcp")
-		}
-		cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", binDir + "/"}, pkgs...)...)
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return binDir
 }
@@ -109,15 +96,16 @@ func liveStack(t *testing.T) (stack, string) {
 	if testing.Short() {
 		t.Skip("the live tests start real processes")
 	}
+	bin := build(t, "./adapters/cmd/ambit-mcp", "./kernel/cmd/ambitctl")
 	if f := os.Getenv("AMBIT_STACK"); f != "" {
-		bin := build(t, false)
 		return readStack(t, f), bin
 	}
-	bin := build(t, true)
 	help, _ := exec.Command(filepath.Join(bin, "ambitctl"), "--help").CombinedOutput()
 	if !bytes.Contains(help, []byte("dev up")) {
 		t.Skip("ambitctl has no `dev up` command yet: the live tests need it to start the stack")
 	}
+	build(t, "./kernel/cmd/ambit-kernel", "./adapters/cmd/ambit-evidence", "./adapters/cmd/ambit-action",
+		"./verifier/cmd/ambit-verifier", "./examples/supportdesk/cmd/supportdesk-mcp")
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "dev-up.log")
 	logf, err := os.Create(logFile)
