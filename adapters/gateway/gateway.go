@@ -70,6 +70,9 @@ func New(agent *client.Agent, o Options) *Gateway {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
+	if o.Version == "" {
+		o.Version = "(devel)"
+	}
 	g := &Gateway{
 		agent: agent, opts: o, log: o.Log, approvals: NewApprovals(DefaultApprovalMemory),
 		listing: &Listing{}, registered: map[string]string{}, sessions: map[*mcp.ServerSession]*Session{},
