@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultApprovalMemory bounds how many calls' approvals a gateway
-// remembers; the oldest is forgotten first.
+// remembers; the oldest call is forgotten first.
 const DefaultApprovalMemory = 1024
 
 // Approvals remembers, per call (the call's hash: tool and canonical
@@ -16,29 +16,35 @@ const DefaultApprovalMemory = 1024
 type Approvals struct {
 	mu     sync.Mutex
 	max    int
-	byCall map[string]approval
+	byCall map[string]Remembered
 	order  []string // calls, oldest first
 }
 
-// approval is one remembered approval. Once an ALLOW consumed it, usedBy
-// is the request id of that proposal: only a repeat of that very request
-// may cite it again (and gets the first answer back).
-type approval struct {
-	id, usedBy string
+// Remembered is what the memory holds for one call.
+type Remembered struct {
+	// ID is the approval to cite, "" when there is none.
+	ID string
+	// UsedBy is, once an ALLOW consumed the approval, the request id of
+	// that proposal: only a repeat of that very request may cite it
+	// again (and gets the first answer back).
+	UsedBy string
+	// Round counts the approvals of this call that were forgotten
+	// (rejected, cancelled, or used by another proposal). It is part of
+	// the request id, so that the call proposed again after one is a
+	// new proposal rather than a repeat of the answer that named it.
+	Round int
 }
 
 // NewApprovals returns an empty memory of at most n calls (at least 1).
 func NewApprovals(n int) *Approvals {
-	return &Approvals{max: max(n, 1), byCall: map[string]approval{}}
+	return &Approvals{max: max(n, 1), byCall: map[string]Remembered{}}
 }
 
-// Lookup returns the approval remembered for call, and the request id
-// that consumed it ("" while it has not been used).
-func (a *Approvals) Lookup(call string) (id, usedBy string) {
+// Lookup returns what is remembered for call.
+func (a *Approvals) Lookup(call string) Remembered {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := a.byCall[call]
-	return r.id, r.usedBy
+	return a.byCall[call]
 }
 
 // Remember records the approval a REVIEW of call named, replacing any
@@ -46,14 +52,15 @@ func (a *Approvals) Lookup(call string) (id, usedBy string) {
 func (a *Approvals) Remember(call, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if _, ok := a.byCall[call]; !ok {
+	r, ok := a.byCall[call]
+	if !ok {
 		if len(a.order) >= a.max {
 			delete(a.byCall, a.order[0])
 			a.order = a.order[1:]
 		}
 		a.order = append(a.order, call)
 	}
-	a.byCall[call] = approval{id: id}
+	a.byCall[call] = Remembered{ID: id, Round: r.Round}
 }
 
 // Used records that the proposal with requestID obtained its capability
@@ -61,25 +68,19 @@ func (a *Approvals) Remember(call, id string) {
 func (a *Approvals) Used(call, id, requestID string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r, ok := a.byCall[call]; ok && r.id == id {
-		a.byCall[call] = approval{id: id, usedBy: requestID}
+	if r, ok := a.byCall[call]; ok && r.ID == id {
+		r.UsedBy = requestID
+		a.byCall[call] = r
 	}
 }
 
 // Forget drops the approval of call if it is still id (a concurrent call
-// may have remembered a newer one).
+// may have remembered a newer one), and starts the call's next round.
 func (a *Approvals) Forget(call, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r, ok := a.byCall[call]; !ok || r.id != id {
-		return
-	}
-	delete(a.byCall, call)
-	for i, c := range a.order {
-		if c == call {
-			a.order = append(a.order[:i], a.order[i+1:]...)
-			break
-		}
+	if r, ok := a.byCall[call]; ok && r.ID == id {
+		a.byCall[call] = Remembered{Round: r.Round + 1}
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 
 func TestApprovals(t *testing.T) {
 	type step struct {
-		op                 string // remember, used, forget, lookup
-		call, id, request  string
-		wantID, wantUsedBy string
+		op                string // remember, used, forget, lookup
+		call, id, request string
+		want              gateway.Remembered
 	}
 	for _, tc := range []struct {
 		name  string
@@ -21,31 +21,35 @@ func TestApprovals(t *testing.T) {
 	}{
 		{name: "a REVIEW's approval is cited by the same call", steps: []step{
 			{op: "remember", call: "c1", id: "apr-1"},
-			{op: "lookup", call: "c1", wantID: "apr-1"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{ID: "apr-1"}},
 			{op: "lookup", call: "c2"},
 		}},
 		{name: "a newer REVIEW replaces the approval", steps: []step{
 			{op: "remember", call: "c1", id: "apr-1"},
 			{op: "remember", call: "c1", id: "apr-2"},
-			{op: "lookup", call: "c1", wantID: "apr-2"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{ID: "apr-2"}},
 		}},
 		{name: "a used approval remembers the request that used it", steps: []step{
 			{op: "remember", call: "c1", id: "apr-1"},
 			{op: "used", call: "c1", id: "apr-1", request: "req-1"},
-			{op: "lookup", call: "c1", wantID: "apr-1", wantUsedBy: "req-1"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{ID: "apr-1", UsedBy: "req-1"}},
 		}},
 		{name: "using an approval that was replaced changes nothing", steps: []step{
 			{op: "remember", call: "c1", id: "apr-1"},
 			{op: "remember", call: "c1", id: "apr-2"},
 			{op: "used", call: "c1", id: "apr-1", request: "req-1"},
-			{op: "lookup", call: "c1", wantID: "apr-2"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{ID: "apr-2"}},
 		}},
-		{name: "forgetting drops only the named approval", steps: []step{
+		{name: "forgetting drops only the named approval and starts a new round", steps: []step{
 			{op: "remember", call: "c1", id: "apr-2"},
 			{op: "forget", call: "c1", id: "apr-1"},
-			{op: "lookup", call: "c1", wantID: "apr-2"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{ID: "apr-2"}},
 			{op: "forget", call: "c1", id: "apr-2"},
-			{op: "lookup", call: "c1"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{Round: 1}},
+			{op: "remember", call: "c1", id: "apr-3"},
+			{op: "used", call: "c1", id: "apr-3", request: "req-3"},
+			{op: "forget", call: "c1", id: "apr-3"},
+			{op: "lookup", call: "c1", want: gateway.Remembered{Round: 2}},
 		}},
 		{name: "the oldest call is forgotten first", max: 2, steps: []step{
 			{op: "remember", call: "c1", id: "apr-1"},
@@ -53,22 +57,14 @@ func TestApprovals(t *testing.T) {
 			{op: "remember", call: "c2", id: "apr-3"}, // not a new call
 			{op: "remember", call: "c3", id: "apr-4"},
 			{op: "lookup", call: "c1"},
-			{op: "lookup", call: "c2", wantID: "apr-3"},
-			{op: "lookup", call: "c3", wantID: "apr-4"},
-		}},
-		{name: "a forgotten call frees its place", max: 2, steps: []step{
-			{op: "remember", call: "c1", id: "apr-1"},
-			{op: "remember", call: "c2", id: "apr-2"},
-			{op: "forget", call: "c1", id: "apr-1"},
-			{op: "remember", call: "c3", id: "apr-3"},
-			{op: "lookup", call: "c2", wantID: "apr-2"},
-			{op: "lookup", call: "c3", wantID: "apr-3"},
+			{op: "lookup", call: "c2", want: gateway.Remembered{ID: "apr-3"}},
+			{op: "lookup", call: "c3", want: gateway.Remembered{ID: "apr-4"}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := gateway.NewApprovals(max(tc.max, 16))
-			if tc.max > 0 {
-				a = gateway.NewApprovals(tc.max)
+			a := gateway.NewApprovals(tc.max)
+			if tc.max == 0 {
+				a = gateway.NewApprovals(gateway.DefaultApprovalMemory)
 			}
 			for i, s := range tc.steps {
 				switch s.op {
@@ -79,9 +75,8 @@ func TestApprovals(t *testing.T) {
 				case "forget":
 					a.Forget(s.call, s.id)
 				case "lookup":
-					id, usedBy := a.Lookup(s.call)
-					if id != s.wantID || usedBy != s.wantUsedBy {
-						t.Errorf("step %d: Lookup(%s) = %q, %q; want %q, %q", i, s.call, id, usedBy, s.wantID, s.wantUsedBy)
+					if got := a.Lookup(s.call); got != s.want {
+						t.Errorf("step %d: Lookup(%s) = %+v, want %+v", i, s.call, got, s.want)
 					}
 				}
 			}
@@ -106,12 +101,12 @@ func TestApprovalsConcurrent(t *testing.T) {
 						call := fmt.Sprintf("w%d-c%d", w, i%perWorker)
 						id := fmt.Sprintf("apr-%d-%d", w, i)
 						a.Remember(call, id)
-						if got, _ := a.Lookup(call); room && got != id {
-							t.Errorf("%s: remembered %s, looked up %q", call, id, got)
+						if got := a.Lookup(call); room && got.ID != id {
+							t.Errorf("%s: remembered %s, looked up %+v", call, id, got)
 						}
 						a.Used(call, id, "req-"+id)
-						if got, usedBy := a.Lookup(call); room && (got != id || usedBy != "req-"+id) {
-							t.Errorf("%s: used %s, looked up %q used by %q", call, id, got, usedBy)
+						if got := a.Lookup(call); room && (got.ID != id || got.UsedBy != "req-"+id) {
+							t.Errorf("%s: used %s, looked up %+v", call, id, got)
 						}
 						if i%3 == 0 {
 							a.Forget(call, id)
@@ -123,7 +118,7 @@ func TestApprovalsConcurrent(t *testing.T) {
 			held := 0
 			for w := range workers {
 				for i := range perWorker {
-					if id, _ := a.Lookup(fmt.Sprintf("w%d-c%d", w, i)); id != "" {
+					if a.Lookup(fmt.Sprintf("w%d-c%d", w, i)) != (gateway.Remembered{}) {
 						held++
 					}
 				}

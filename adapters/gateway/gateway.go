@@ -276,13 +276,13 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 		return invalidArguments(tool, err)
 	}
 	hash, cited := call.Hash(), s.Cited()
-	approvalID, usedBy := g.approvals.Lookup(hash)
-	requestID := RequestID(g.opts.TaskID, call, approvalID, cited)
-	if approvalID != "" && usedBy != "" && usedBy != requestID {
+	r := g.approvals.Lookup(hash)
+	approvalID, requestID := r.ID, RequestID(g.opts.TaskID, call, r.ID, r.Round, cited)
+	if r.UsedBy != "" && r.UsedBy != requestID {
 		// The approval obtained a capability for another proposal; this
 		// is a new one.
-		g.approvals.Forget(hash, approvalID)
-		approvalID, requestID = "", RequestID(g.opts.TaskID, call, "", cited)
+		g.approvals.Forget(hash, r.ID)
+		approvalID, requestID = "", RequestID(g.opts.TaskID, call, "", r.Round+1, cited)
 	}
 	d, err := g.agent.Propose(ctx, client.Proposal{
 		Task: g.opts.TaskID, Purpose: g.opts.Purpose, Tool: tool, Args: json.RawMessage(call.Canonical()),

@@ -278,13 +278,33 @@ func TestLive(t *testing.T) {
 				if c := commitments(t, cs); len(c) != 0 {
 					t.Fatalf("commitments before approval: %v", c)
 				}
-				approve(t, s, bin, approval)
+				decide(t, s, bin, "approve", approval)
 				done := call(t, cs, "refund", args)
 				if done.IsError || meta(done, gateway.MetaOutcome) != "ALLOW" || meta(done, gateway.MetaApprovalID) != approval ||
 					meta(done, gateway.MetaReadbackStatus) != "VERIFIED" {
 					t.Fatalf("the same call after approval: %s", text(done))
 				}
 				if c := commitments(t, cs); len(c) != 1 || c[0]["status"] != "COMMITMENT_STATUS_VERIFIED" {
+					t.Errorf("commitments: %v", c)
+				}
+			})
+
+			t.Run("a rejected approval is not cited again", func(t *testing.T) {
+				cs := connect(t, s, bin, bindTask(t, s, "C-1003"), transport)
+				readClaim(t, cs, "C-1003")
+				args := refund("C-1003", claimant, 7400, "approved-expense")
+				first := meta(call(t, cs, "refund", args), gateway.MetaApprovalID)
+				decide(t, s, bin, "reject", first)
+				rejected := call(t, cs, "refund", args)
+				if !rejected.IsError || meta(rejected, gateway.MetaErrorReason) != "ERROR_REASON_APPROVAL_NOT_APPROVED" || !strings.Contains(text(rejected), "REJECTED") {
+					t.Fatalf("the same call after rejection: %s", text(rejected))
+				}
+				// Asked again, it is a new proposal waiting for a new approval.
+				again := call(t, cs, "refund", args)
+				if second := meta(again, gateway.MetaApprovalID); meta(again, gateway.MetaOutcome) != "REVIEW" || second == "" || second == first {
+					t.Fatalf("the call asked again: %s", text(again))
+				}
+				if c := commitments(t, cs); len(c) != 0 {
 					t.Errorf("commitments: %v", c)
 				}
 			})

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"sync"
 
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
@@ -42,14 +43,15 @@ func (s *Session) Cited() []*receiptv1.Envelope {
 }
 
 // RequestID is the request id of a proposal: a hash of the task, the call
-// (tool and canonical arguments), the approval cited and the payloads of
-// the receipts cited, in order. The same call made again with nothing
-// new — a client's retry after a lost reply, say — gets the kernel's
-// first answer, and on ALLOW the same capability, which executes once;
-// a new read or an approval makes it a new proposal.
-func RequestID(task string, call *toolcall.Call, approvalID string, cited []*receiptv1.Envelope) string {
+// (tool and canonical arguments), the approval cited, the call's round
+// (see [Remembered]) and the payloads of the receipts cited, in order.
+// The same call made again with nothing new — a client's retry after a
+// lost reply, say — gets the kernel's first answer, and on ALLOW the same
+// capability, which executes once; a new read, an approval or a new
+// round makes it a new proposal.
+func RequestID(task string, call *toolcall.Call, approvalID string, round int, cited []*receiptv1.Envelope) string {
 	h := sha256.New()
-	for _, part := range append([]string{"ambit-mcp-request-v1", task, call.Hash(), approvalID}, hashes(cited)...) {
+	for _, part := range append([]string{"ambit-mcp-request-v1", task, call.Hash(), approvalID, strconv.Itoa(round)}, hashes(cited)...) {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

@@ -74,7 +74,7 @@ func TestRequestID(t *testing.T) {
 		return c
 	}
 	refund := parse("refund", `{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": 1740}}`)
-	base := gateway.RequestID("task-1", refund, "", []*receiptv1.Envelope{receipt(1), receipt(2)})
+	base := gateway.RequestID("task-1", refund, "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)})
 	if !strings.HasPrefix(base, "mcp-") || len(base) > 128 {
 		t.Fatalf("request id %q: want mcp-… of at most 128 characters (the kernel's bound)", base)
 	}
@@ -83,18 +83,19 @@ func TestRequestID(t *testing.T) {
 		id   string
 		same bool
 	}{
-		{"the same call again", gateway.RequestID("task-1", refund, "", []*receiptv1.Envelope{receipt(1), receipt(2)}), true},
+		{"the same call again", gateway.RequestID("task-1", refund, "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), true},
 		{"the same arguments written differently",
-			gateway.RequestID("task-1", parse("refund", `{"amount":{"minor_units":1740,"currency_code":"GBP"},"claim_id":"C-1001"}`), "", []*receiptv1.Envelope{receipt(1), receipt(2)}), true},
-		{"another task", gateway.RequestID("task-2", refund, "", []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
-		{"another amount", gateway.RequestID("task-1", parse("refund", `{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": 1741}}`), "",
+			gateway.RequestID("task-1", parse("refund", `{"amount":{"minor_units":1740,"currency_code":"GBP"},"claim_id":"C-1001"}`), "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), true},
+		{"another task", gateway.RequestID("task-2", refund, "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"another amount", gateway.RequestID("task-1", parse("refund", `{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": 1741}}`), "", 0,
 			[]*receiptv1.Envelope{receipt(1), receipt(2)}), false},
-		{"another tool with the same arguments", gateway.RequestID("task-1", parse("credit", refund.Canonical()), "", []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
-		{"with an approval", gateway.RequestID("task-1", refund, "apr-1", []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
-		{"a new read", gateway.RequestID("task-1", refund, "", []*receiptv1.Envelope{receipt(3), receipt(1), receipt(2)}), false},
-		{"fewer reads", gateway.RequestID("task-1", refund, "", []*receiptv1.Envelope{receipt(1)}), false},
-		{"no reads", gateway.RequestID("task-1", refund, "", nil), false},
-		{"the approval id moved into the task", gateway.RequestID("task-1apr-1", refund, "", []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"another tool with the same arguments", gateway.RequestID("task-1", parse("credit", refund.Canonical()), "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"the next round", gateway.RequestID("task-1", refund, "", 1, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"with an approval", gateway.RequestID("task-1", refund, "apr-1", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"a new read", gateway.RequestID("task-1", refund, "", 0, []*receiptv1.Envelope{receipt(3), receipt(1), receipt(2)}), false},
+		{"fewer reads", gateway.RequestID("task-1", refund, "", 0, []*receiptv1.Envelope{receipt(1)}), false},
+		{"no reads", gateway.RequestID("task-1", refund, "", 0, nil), false},
+		{"the approval id moved into the task", gateway.RequestID("task-1apr-1", refund, "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
 	} {
 		if got := tc.id == base; got != tc.same {
 			t.Errorf("%s: same id %v, want %v", tc.name, got, tc.same)

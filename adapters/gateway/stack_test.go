@@ -224,13 +224,14 @@ func bindTask(t *testing.T, s stack, claim string) string {
 	return task
 }
 
-// approve approves an approval as a governance identity with ambitctl.
-func approve(t *testing.T, s stack, bin, approvalID string) {
+// decide approves or rejects an approval ("approve" or "reject") as a
+// governance identity with ambitctl.
+func decide(t *testing.T, s stack, bin, verb, approvalID string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(bin, "ambitctl"), "approve", approvalID,
+	out, err := exec.Command(filepath.Join(bin, "ambitctl"), verb, approvalID,
 		"--kernel", s.Kernel.Governance, "--pki", s.PKI, "--as", approver).CombinedOutput()
 	if err != nil {
-		t.Fatalf("ambitctl approve %s: %v\n%s", approvalID, err, out)
+		t.Fatalf("ambitctl %s %s: %v\n%s", verb, approvalID, err, out)
 	}
 }
 
