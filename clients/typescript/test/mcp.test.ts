@@ -169,6 +169,13 @@ describe("ambit-mcp through the MCP TypeScript SDK", { skip: skipLive() }, () =>
     gov = governance(running.stack);
   });
 
+  /** Approves or rejects an approval as a governance identity with ambitctl. */
+  const decide = (verb: "approve" | "reject", approval: string) => {
+    const out = spawnSync(AMBITCTL, [verb, approval, "--kernel", running.stack.kernel.governance,
+      "--pki", running.stack.pki, "--as", APPROVER], { encoding: "utf8", timeout: TIMEOUT_MS });
+    assert.equal(out.status, 0, `ambitctl ${verb}: ${out.stdout}${out.stderr}`);
+  };
+
   after(async () => {
     for (const g of open) {
       await g.close();
@@ -270,10 +277,7 @@ describe("ambit-mcp through the MCP TypeScript SDK", { skip: skipLive() }, () =>
         assert.equal(meta(pending, "ambit/approval_id"), approval);
         assert.deepEqual(await g.commitments(), []);
 
-        const out = spawnSync(AMBITCTL, ["approve", approval, "--kernel", running.stack.kernel.governance,
-          "--pki", running.stack.pki, "--as", APPROVER], { encoding: "utf8", timeout: TIMEOUT_MS });
-        assert.equal(out.status, 0, `ambitctl approve: ${out.stdout}${out.stderr}`);
-
+        decide("approve", approval);
         const done = await g.call("refund", args);
         assert.ok(!done.isError, text(done));
         assert.equal(meta(done, "ambit/outcome"), "ALLOW");
@@ -282,6 +286,24 @@ describe("ambit-mcp through the MCP TypeScript SDK", { skip: skipLive() }, () =>
         const commitments = await g.commitments();
         assert.equal(commitments.length, 1);
         assert.equal(commitments[0]?.status, "COMMITMENT_STATUS_VERIFIED");
+      });
+
+      test("a rejected approval is not cited again", async () => {
+        const { g } = await gateway("C-1003");
+        await g.readClaim("C-1003");
+        const args = refund("C-1003", CLAIMANT, 7400, "approved-expense");
+        const first = meta(await g.call("refund", args), "ambit/approval_id");
+        assert.ok(first);
+        decide("reject", first);
+        const rejected = await g.call("refund", args);
+        assert.ok(rejected.isError, text(rejected));
+        assert.equal(meta(rejected, "ambit/error_reason"), "ERROR_REASON_APPROVAL_NOT_APPROVED");
+        assert.match(text(rejected), /REJECTED/);
+        // Asked again, it is a new proposal waiting for a new approval.
+        const again = await g.call("refund", args);
+        assert.equal(meta(again, "ambit/outcome"), "REVIEW", text(again));
+        assert.ok(meta(again, "ambit/approval_id") && meta(again, "ambit/approval_id") !== first, text(again));
+        assert.deepEqual(await g.commitments(), []);
       });
 
       test("an injected instruction in read content widens nothing", async () => {
