@@ -19,7 +19,7 @@ PACKAGES = $(addsuffix /...,$(MODULES))
 # The version --version prints; the build information supplies the rest.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
-BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambitctl ambit-demo supportdesk-mcp
+BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambit-mcp ambitctl ambit-demo supportdesk-mcp
 
 # The clients. Only Debian's /usr/bin/python3 has Debian's Python packages.
 # PROTOC_VERSION is the protoc the committed Python was generated with.
@@ -62,7 +62,7 @@ bench: ## Print evaluator and networked benchmarks beside their baselines
 build: ## Build the binaries into bin/
 	@mkdir -p $(BIN)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
-		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action \
+		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action ./adapters/cmd/ambit-mcp \
 		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo \
 		./examples/supportdesk/cmd/supportdesk-mcp
 
