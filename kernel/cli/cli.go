@@ -39,6 +39,7 @@ func commands() map[string]command {
 		"suite":         {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
 		"eval":          {"evaluate one proposal file under one contract file", runEval},
 		"dev init":      {"create a local CA and a key folder per process in DIR (--agent NAME adds an agent)", runDevInit},
+		"dev up":        {"run the four processes and the examples' servers on loopback from DIR until SIGTERM; writes DIR/stack.json", runDevUp},
 		"approve":       {"approve a pending approval as a governance identity", runApprove},
 		"reject":        {"reject a pending approval as a governance identity", runReject},
 		"approvals":     {"list pending approvals", runApprovals},
