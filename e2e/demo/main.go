@@ -90,7 +90,7 @@ func Main(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	s.printf("\n")
 	s.expect(v.GetOk(), "the kernel's tamper-evident log verifies: %d entries, head %.16s…", v.GetEntries(), v.GetHead())
-	fmt.Fprintf(out, "\nthe stories took %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "\nthe demo took %s\n", time.Since(start).Round(time.Millisecond))
 	if len(s.Failures()) > 0 {
 		return fmt.Errorf("demo failed: %d expectations did not hold", len(s.Failures()))
 	}
