@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/ambitkernel/ambit/sdk/config"
@@ -77,7 +78,7 @@ func (s *Stack) writeConfig(name string) error {
 	case Action:
 		db := s.sections.actionDB
 		if db == "" {
-			db = s.DataDir + "/action.db"
+			db = filepath.Join(s.DataDir, "action.db")
 		}
 		own := map[string]any{"kernel_key": Kernel, "database": db, "executors": s.sections.executors}
 		if len(s.sections.stateChecks) > 0 {

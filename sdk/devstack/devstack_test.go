@@ -184,3 +184,44 @@ func TestSectionsMerge(t *testing.T) {
 		})
 	}
 }
+
+// TestNewStackRefuses checks what Start refuses before it creates
+// anything.
+func TestNewStackRefuses(t *testing.T) {
+	root := t.TempDir()
+	server := func(name string) string {
+		return "servers: [{name: " + name + ", command: [s], addresses: {URL: u}}]\nfiles: {contract: contract.yaml}\n"
+	}
+	a := writeExample(t, root, "a", map[string]string{ManifestFile: server("upstream"), "contract.yaml": "x"})
+	b := writeExample(t, root, "b", map[string]string{ManifestFile: server("upstream"), "contract.yaml": "x"})
+	c := writeExample(t, root, "c", map[string]string{ManifestFile: server("other"), "contract.yaml": "x"})
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{name: "no folders", o: Options{Examples: []string{a}}, want: "Dir and BinDir are required"},
+		{name: "no example", o: Options{Dir: root, BinDir: root}, want: "at least one example is required"},
+		{name: "an example twice", o: Options{Dir: root, BinDir: root, Examples: []string{a, c, a}}, want: "example a is given twice"},
+		{name: "a server name twice", o: Options{Dir: root, BinDir: root, Examples: []string{a, b}}, want: "example b: server upstream is also a server of example a"},
+		{name: "a missing manifest", o: Options{Dir: root, BinDir: root, Examples: []string{filepath.Join(root, "none")}}, want: "example:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newStack(tt.o)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("newStack: %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	s, err := newStack(Options{Dir: root, BinDir: root, Examples: []string{a, c}, Agents: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"agent", "agent-2", "agent-3"}, s.Agents); diff != "" {
+		t.Errorf("agents (-want +got):\n%s", diff)
+	}
+	if s.opts.Durability != DefaultDurability || s.opts.CapabilityTTL != DefaultCapabilityTTL || s.opts.LogLevel != DefaultLogLevel {
+		t.Errorf("defaults not applied: %+v", s.opts)
+	}
+}

@@ -177,14 +177,14 @@ func newStack(o Options) (*Stack, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if slices.ContainsFunc(s.Examples, func(o *Example) bool { return o.Name == e.Name }) {
+		if slices.ContainsFunc(s.Examples, func(other *Example) bool { return other.Name == e.Name }) {
 			errs = append(errs, fmt.Errorf("example %s is given twice", e.Name))
 			continue
 		}
 		for _, srv := range e.Servers {
-			for _, o := range s.Examples {
-				if slices.ContainsFunc(o.Servers, func(x Server) bool { return x.Name == srv.Name }) {
-					errs = append(errs, fmt.Errorf("example %s: server %s is also a server of example %s", e.Name, srv.Name, o.Name))
+			for _, other := range s.Examples {
+				if slices.ContainsFunc(other.Servers, func(x Server) bool { return x.Name == srv.Name }) {
+					errs = append(errs, fmt.Errorf("example %s: server %s is also a server of example %s", e.Name, srv.Name, other.Name))
 				}
 			}
 		}
