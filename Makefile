@@ -19,7 +19,7 @@ PACKAGES = $(addsuffix /...,$(MODULES))
 # The version --version prints; the build information supplies the rest.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
-BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambit-mcp ambitctl ambit-demo supportdesk-mcp
+BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambit-mcp ambitctl ambit-demo supportdesk-mcp refund-data
 
 # The clients. Only Debian's /usr/bin/python3 has Debian's Python packages.
 # PROTOC_VERSION is the protoc the committed Python was generated with.
@@ -37,7 +37,7 @@ help: ## Describe the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: demo
-demo: build ## Run the expense-refund story end to end on SQLite and loopback
+demo: build ## Run the expense-refund and support-desk stories end to end on loopback
 	$(BIN)/ambit-demo --bin $(BIN)
 
 .PHONY: test
@@ -59,12 +59,12 @@ bench: ## Print evaluator and networked benchmarks beside their baselines
 	AMBIT_BENCH=1 AMBIT_BENCH_DURABILITY=normal go test -run '^$$' -bench . -count 1 -timeout 20m ./e2e/ | grep -A12 'networked figures' 
 
 .PHONY: build
-build: ## Build the binaries into bin/
+build: ## Build the binaries, and the programs the examples run, into bin/
 	@mkdir -p $(BIN)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
 		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action ./adapters/cmd/ambit-mcp \
 		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo \
-		./examples/supportdesk/cmd/supportdesk-mcp
+		./examples/supportdesk/cmd/supportdesk-mcp ./examples/expense-refund/cmd/refund-data
 
 .PHONY: fuzz
 fuzz: ## Fuzz contract loading and evaluation for a minute

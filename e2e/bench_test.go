@@ -4,23 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/e2e/cluster"
 	"github.com/ambitkernel/ambit/e2e/demo"
-	"github.com/ambitkernel/ambit/kernel/contract"
-	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
-	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
-	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
-	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
-	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
+	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/devstack"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
@@ -32,52 +27,52 @@ import (
 // costs the same).
 const benchClaims = 20000
 
-func benchSeed(ctx context.Context, claimsDB, receiptsDB string) error {
-	if err := demo.Seed(ctx, claimsDB, receiptsDB); err != nil {
-		return err
-	}
-	db, err := claims.Open(claimsDB)
+// benchSeed adds the loop's claims to the example's claims.db, whose
+// tables refund-data made.
+func benchSeed(ctx context.Context, dataDir string) error {
+	db, err := sqldb.Open(filepath.Join(dataDir, "claims.db"))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	var data claims.Data
-	for i := range benchClaims {
-		data.Claims = append(data.Claims, claims.Claim{
-			ClaimID: fmt.Sprintf("B-%05d", i), ClaimantID: claims.DemoClaimant, ReceiptTotal: "12.00",
-			ReceiptDate: "2026-03-02", CostCentre: "CC-410", Salary: "x", MedicalNotes: "x", BankAccount: "x",
-			DisciplinaryNotes: "x", RowVersion: 1,
-		})
-	}
-	return claims.Seed(ctx, db, data)
-}
-
-// bindBenchTask binds a task whose contract allows as many refunds as the
-// benchmark makes, without review, for any of employee-7's claims.
-func bindBenchTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, task string) error {
-	c, err := contract.Profile("coupled")
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	c.Binding.TaskId = task
+	defer func() { _ = tx.Rollback() }()
+	for i := range benchClaims {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO claims (claim_id, claimant_id, receipt_total, receipt_date, cost_centre,
+			salary, medical_notes, bank_account, disciplinary_notes, row_version) VALUES (?, ?, '12.00', '2026-03-02', 'CC-410', 'x', 'x', 'x', 'x', 1)`,
+			fmt.Sprintf("B-%05d", i), demo.Claimant); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// bindBenchTask binds a task whose contract, the example's with its
+// record binding lifted, allows as many refunds as the benchmark makes,
+// without review, for any of employee-7's claims.
+func bindBenchTask(ctx context.Context, st *stack, task string) error {
+	e, _ := st.Example(demo.ExpenseRefund)
+	c, err := demo.Contract(e, task, demo.Claim1001, time.Now())
+	if err != nil {
+		return err
+	}
+	c.Binding.Record = nil
 	c.Binding.StateVersion = "*"
 	c.Binding.ValidUntil = timestamppb.New(time.Now().Add(24 * time.Hour))
 	c.Action.MaxActions = 1 << 30
 	c.Action.MaxCumulativeAmount = nil
 	c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
 	id := "ctr-" + task
-	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: &ledgerv1.CanonItem{
-		CanonItemId: id, SourceOrigin: ledgerv1.SourceOrigin_SOURCE_ORIGIN_POLICY, AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_OWNER,
-		ProvenanceRef: "bench", Scope: ledgerv1.Scope_SCOPE_TASK, Lifetime: ledgerv1.Lifetime_LIFETIME_TASK,
-		PromotionState: ledgerv1.PromotionState_PROMOTION_STATE_PROPOSED, ConflictState: ledgerv1.ConflictState_CONFLICT_STATE_NONE,
-		Kind: ledgerv1.ItemKind_ITEM_KIND_CONTRACT, Contract: c,
-	}}); err != nil {
+	if _, err := st.Gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, c), c)}); err != nil {
 		return err
 	}
-	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {
+	if _, err := st.Gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {
 		return err
 	}
-	_, err = gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: task, ContractItemId: id, Agent: "agent"})
+	_, err = st.Gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: task, ContractItemId: id, Agent: st.Agents[0]})
 	return err
 }
 
@@ -148,22 +143,25 @@ func BenchmarkNetworked(b *testing.B) {
 		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and measure")
 	}
 	durability := os.Getenv("AMBIT_BENCH_DURABILITY")
-	c, k := startCluster(b, cluster.Options{Seed: benchSeed, Durability: durability})
+	st := startStack(b, devstack.Options{Durability: durability})
 	ctx := context.Background()
-	if err := bindBenchTask(ctx, k.Governance, "bench"); err != nil {
+	if err := benchSeed(ctx, st.DataDir); err != nil {
 		b.Fatal(err)
 	}
-	r, err := k.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: "bench", Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: demo.ClaimFields})
+	if err := bindBenchTask(ctx, st, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	agentConn, err := c.Conn(ctx, c.KernelAgent, "agent")
+	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
 	if err != nil {
 		b.Fatal(err)
 	}
 	noop := healthpb.NewHealthClient(agentConn)
-	submit := &agentv1.SubmitProposalRequest{TaskId: "bench", Purpose: "expense-refund",
-		Action: demo.Refund(claims.DemoClaim1001, 1740, claims.DemoClaimant), Evidence: []*receiptv1.Envelope{r.GetSignedReceipt()}}
+	submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
 
 	var figs []figure
 	for _, conc := range []int{1, 16, 64} {
@@ -175,8 +173,8 @@ func BenchmarkNetworked(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("submit/c=%d", conc), func(b *testing.B) {
 			figs = append(figs, measure(b, "submit", conc, func(int) error {
-				d, err := k.Agent.SubmitProposal(ctx, submit)
-				if err == nil && d.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_ALLOW {
+				d, err := st.Agent.Propose(ctx, submit)
+				if err == nil && !d.Allowed() {
 					err = fmt.Errorf("decision %v", d.GetDecision())
 				}
 				return err
@@ -186,12 +184,12 @@ func BenchmarkNetworked(b *testing.B) {
 
 	// The loop's bare hops: four agent calls and five adapter-to-kernel
 	// calls, each a no-op over the same kind of connection.
-	hopConns := []string{c.EvidenceAddr, c.KernelAdapter, c.KernelAdapter, c.KernelAgent, c.ActionAddr, c.KernelAdapter, c.KernelAdapter, c.VerifierAddr, c.KernelAdapter}
+	hopConns := []string{st.Info.Evidence, st.Kernel.Adapter, st.Kernel.Adapter, st.Kernel.Agent, st.Info.Action, st.Kernel.Adapter, st.Kernel.Adapter, st.Info.Verifier, st.Kernel.Adapter}
 	ids := []string{"agent", "evidence", "evidence", "agent", "agent", "action", "action", "agent", "verifier"}
 	hops := make([]healthpb.HealthClient, len(hopConns))
 	for i, addr := range hopConns {
 		var conn *grpc.ClientConn
-		if conn, err = c.Conn(ctx, addr, ids[i]); err != nil {
+		if conn, err = st.Conn(ctx, addr, ids[i]); err != nil {
 			b.Fatal(err)
 		}
 		hops[i] = healthpb.NewHealthClient(conn)
@@ -209,27 +207,15 @@ func BenchmarkNetworked(b *testing.B) {
 	b.Run("loop/c=1", func(b *testing.B) {
 		figs = append(figs, measure(b, "loop", 1, func(i int) error {
 			claim := fmt.Sprintf("B-%05d", i%benchClaims)
-			r, err := k.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: "bench", Source: "claims_db", RecordKey: claim, Fields: demo.ClaimFields})
+			r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", claim, demo.ClaimFields...)
 			if err != nil {
 				return err
 			}
-			a := demo.Refund(claim, 1200, claims.DemoClaimant)
-			d, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: "bench", Purpose: "expense-refund", Action: a, Evidence: []*receiptv1.Envelope{r.GetSignedReceipt()}})
-			if err != nil {
-				return err
+			out, err := st.Agent.Do(ctx, client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+				Args: demo.Refund(claim, 1200, demo.Claimant), Evidence: []*client.Evidence{r}})
+			if err == nil && !out.Decision.Allowed() {
+				err = fmt.Errorf("decision %v", out.Decision.GetDecision())
 			}
-			if d.GetCapability() == nil {
-				return fmt.Errorf("decision %v", d.GetDecision())
-			}
-			var capab receiptv1.Capability
-			if err := proto.Unmarshal(d.GetCapability().GetPayload(), &capab); err != nil {
-				return err
-			}
-			eff, err := k.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: capab.GetIdempotencyKey()})
-			if err != nil {
-				return err
-			}
-			_, err = k.Verifier.Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: eff.GetSignedReceipt()})
 			return err
 		}))
 	})

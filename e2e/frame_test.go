@@ -12,8 +12,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/ambitkernel/ambit/e2e/cluster"
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/sdk/devstack"
 )
 
 // span is what the test reads of a span written by the stdout exporter.
@@ -44,20 +43,19 @@ func readSpans(t *testing.T, path string) []span {
 	}
 }
 
-// TestOneTraceThroughFourProcesses runs the story with a W3C trace context
+// TestOneTraceThroughFourProcesses runs the refund story with a W3C trace context
 // set by the client: read → propose → execute → readback appear in one
 // trace, in the spans of all four processes. The kernel's metrics count
 // the decisions by outcome.
 func TestOneTraceThroughFourProcesses(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{Tracing: true})
+	st := startStack(t, devstack.Options{Tracing: true})
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	ctx := metadata.AppendToOutgoingContext(testCtx(t), "traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
-	s := &demo.Story{C: c, K: k, Ambitctl: binDir + "/ambitctl", Out: io.Discard}
-	if err := s.Run(ctx); err != nil {
+	if err := st.Story(io.Discard).RunRefund(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	resp, err := http.Get("http://" + c.MetricsAddr[cluster.Kernel] + "/metrics")
+	resp, err := http.Get("http://" + st.Addr(devstack.Kernel, "metrics") + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,19 +72,19 @@ func TestOneTraceThroughFourProcesses(t *testing.T) {
 	}
 
 	// Stopping flushes the spans.
-	if err := c.Stop(); err != nil {
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		cluster.Evidence: {"ambit.evidence.v1.EvidenceService/Read", "ambit.kernel.v1.AdapterService/AuthorizeRead"},
-		cluster.Kernel: {"ambit.kernel.v1.AdapterService/AuthorizeRead", "ambit.agent.v1.AgentService/SubmitProposal",
+		devstack.Evidence: {"ambit.evidence.v1.EvidenceService/Read", "ambit.kernel.v1.AdapterService/AuthorizeRead"},
+		devstack.Kernel: {"ambit.kernel.v1.AdapterService/AuthorizeRead", "ambit.agent.v1.AgentService/SubmitProposal",
 			"ambit.kernel.v1.AdapterService/RedeemCapability", "ambit.kernel.v1.AdapterService/RecordReadback"},
-		cluster.Action:   {"ambit.action.v1.ActionService/Execute", "ambit.kernel.v1.AdapterService/RedeemCapability"},
-		cluster.Verifier: {"ambit.verifier.v1.VerifierService/Verify", "ambit.kernel.v1.AdapterService/RecordReadback"},
+		devstack.Action:   {"ambit.action.v1.ActionService/Execute", "ambit.kernel.v1.AdapterService/RedeemCapability"},
+		devstack.Verifier: {"ambit.verifier.v1.VerifierService/Verify", "ambit.kernel.v1.AdapterService/RecordReadback"},
 	}
 	for name, names := range want {
 		inTrace := map[string]bool{}
-		for _, s := range readSpans(t, c.TracePath(name)) {
+		for _, s := range readSpans(t, st.TracePath(name)) {
 			if s.SpanContext.TraceID == traceID {
 				inTrace[s.Name] = true
 			}

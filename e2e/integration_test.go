@@ -2,62 +2,62 @@ package e2e_test
 
 import (
 	"bytes"
-	"database/sql"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/e2e/cluster"
 	"github.com/ambitkernel/ambit/e2e/demo"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
+	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"google.golang.org/grpc/codes"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	_ "modernc.org/sqlite"
 )
 
-// TestDemoStory runs the whole story (a)–(f) against the real processes and
-// then checks what the processes logged: a line per decision, effect and
-// readback, and never an evidence value.
+// TestDemoStory tells both stories against the real processes and the
+// real desk, then checks what the processes logged: a line per decision,
+// effect and readback, and never an evidence value.
 func TestDemoStory(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
-	ctx := testCtx(t)
+	st := startStack(t, devstack.Options{}, demo.ExpenseRefund, demo.Supportdesk)
 	var out bytes.Buffer
-	s := &demo.Story{C: c, K: k, Ambitctl: binDir + "/ambitctl", Out: &out}
-	if err := s.Run(ctx); err != nil {
+	if err := st.Story(&out).Run(testCtx(t)); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	logs := readLogs(t, c)
-	for _, want := range []string{`"msg":"decision"`, `"msg":"effect"`, `"msg":"readback"`, `"msg":"evidence"`} {
+	t.Logf("the story:\n%s", out.String())
+	logs := readLogs(t, st)
+	for _, want := range []string{`"msg":"decision"`, `"msg":"effect"`, `"msg":"readback"`, `"msg":"evidence"`, `"msg":"state change"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("no %s line in the logs", want)
 		}
 	}
-	for _, secret := range []string{"FAKE", "GB29", "IGNORE ALL PREVIOUS RULES", "BEGIN PRIVATE KEY"} {
+	for _, secret := range []string{"FAKE", "GB29", "IGNORE ALL PREVIOUS RULES", "IGNORE YOUR RULES", "cracked screen", "BEGIN PRIVATE KEY"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs contain %q", secret)
 		}
 	}
 }
 
-func readLogs(t *testing.T, c *cluster.Cluster) string {
+func readLogs(t *testing.T, st *stack) string {
 	t.Helper()
 	var all strings.Builder
-	for _, name := range []string{cluster.Kernel, cluster.Evidence, cluster.Action, cluster.Verifier} {
-		data, err := os.ReadFile(c.LogPath(name))
+	for _, name := range []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier} {
+		data, err := os.ReadFile(st.LogPath(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,26 +66,25 @@ func readLogs(t *testing.T, c *cluster.Cluster) string {
 	return all.String()
 }
 
-// allowed binds a task for claim C-1001, reads it and gets an ALLOW.
-func allowed(t *testing.T, c *cluster.Cluster, k *demo.Clients, task string) (*contractv1.Action, *agentv1.SubmitProposalResponse, *evidencev1.ReadResponse) {
+// allowed binds a task on claim C-1001, reads the claim and gets an ALLOW
+// for a GBP 17.40 refund.
+func allowed(t *testing.T, st *stack, task string) (*client.Decision, *client.Evidence) {
 	t.Helper()
 	ctx := testCtx(t)
-	if _, err := demo.BindRefundTask(ctx, k.Governance, task, claims.DemoClaim1001, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	r, err := k.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: task, Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: demo.ClaimFields})
+	st.bind(t, demo.ExpenseRefund, task, demo.Claim1001)
+	r, err := st.Agent.Read(ctx, task, demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := demo.Refund(claims.DemoClaim1001, 1740, claims.DemoClaimant)
-	d, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: task, Purpose: "expense-refund", Action: a, Evidence: []*receiptv1.Envelope{r.GetSignedReceipt()}})
+	d, err := st.Agent.Propose(ctx, client.Proposal{Task: task, Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_ALLOW {
+	if !d.Allowed() {
 		t.Fatalf("decision %v", d.GetDecision())
 	}
-	return a, d, r
+	return d, r
 }
 
 func capabilityOf(t *testing.T, env *receiptv1.Envelope) *receiptv1.Capability {
@@ -97,9 +96,10 @@ func capabilityOf(t *testing.T, env *receiptv1.Envelope) *receiptv1.Capability {
 	return &c
 }
 
-func payments(t *testing.T, c *cluster.Cluster, where string, args ...any) int {
+// payments counts the rows of the example's payments table that match.
+func payments(t *testing.T, st *stack, where string, args ...any) int {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+c.PaymentsDB+"?mode=ro")
+	db, err := sqldb.OpenReadOnly(filepath.Join(st.DataDir, "payments.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +114,10 @@ func payments(t *testing.T, c *cluster.Cluster, where string, args ...any) int {
 // TestListenersServeOnlyTheirService checks that the agent listener serves
 // the agent service alone, and that each listener admits only its roles.
 func TestListenersServeOnlyTheirService(t *testing.T) {
-	c, _ := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
 
-	agentConn, err := c.Conn(ctx, c.KernelAgent, "agent")
+	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,11 @@ func TestListenersServeOnlyTheirService(t *testing.T) {
 	}
 	_ = stream.CloseSend()
 
+	read := &kernelv1.AuthorizeReadRequest{TaskId: "t", Source: "claims_db", RecordKey: demo.Claim1001, Fields: []string{"salary"}, Agent: "agent", Purpose: demo.RefundPurpose}
 	// Even a governance or adapter identity finds nothing else on the agent
 	// listener: the services are not served there at all.
-	for _, id := range []string{"governance", "evidence"} {
-		conn, err := c.Conn(ctx, c.KernelAgent, id)
+	for _, id := range []string{devstack.Governance, devstack.Evidence} {
+		conn, err := st.Conn(ctx, st.Kernel.Agent, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,15 +162,15 @@ func TestListenersServeOnlyTheirService(t *testing.T) {
 		if code := status.Code(err); code != codes.PermissionDenied && code != codes.Unimplemented {
 			t.Errorf("governance call on the agent listener as %s: %v", id, err)
 		}
-		_, err = kernelv1.NewAdapterServiceClient(conn).AuthorizeRead(ctx, &kernelv1.AuthorizeReadRequest{TaskId: "t", Source: "claims_db", RecordKey: "C-1001", Fields: []string{"salary"}})
+		_, err = kernelv1.NewAdapterServiceClient(conn).AuthorizeRead(ctx, read)
 		if code := status.Code(err); code != codes.PermissionDenied && code != codes.Unimplemented {
 			t.Errorf("adapter call on the agent listener as %s: %v", id, err)
 		}
 	}
 	// The agent's certificate opens neither the governance nor the adapter
 	// listener.
-	for _, addr := range []string{c.KernelGovernance, c.KernelAdapter} {
-		conn, err := c.Conn(ctx, addr, "agent")
+	for _, addr := range []string{st.Kernel.Governance, st.Kernel.Adapter} {
+		conn, err := st.Conn(ctx, addr, "agent")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +178,7 @@ func TestListenersServeOnlyTheirService(t *testing.T) {
 		if code := status.Code(err); code != codes.PermissionDenied && code != codes.Unimplemented {
 			t.Errorf("agent approving on %s: %v", addr, err)
 		}
-		_, err = kernelv1.NewAdapterServiceClient(conn).AuthorizeRead(ctx, &kernelv1.AuthorizeReadRequest{TaskId: "t", Source: "claims_db", RecordKey: "C-1001", Fields: []string{"salary"}})
+		_, err = kernelv1.NewAdapterServiceClient(conn).AuthorizeRead(ctx, read)
 		if code := status.Code(err); code != codes.PermissionDenied && code != codes.Unimplemented {
 			t.Errorf("agent authorising a read on %s: %v", addr, err)
 		}
@@ -187,15 +188,15 @@ func TestListenersServeOnlyTheirService(t *testing.T) {
 // TestTamperedAndForgedAreRefused flips bytes in, and forges, capabilities
 // and receipts; each is refused and nothing is paid.
 func TestTamperedAndForgedAreRefused(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
-	a, d, r := allowed(t, c, k, "task-tamper")
+	d, r := allowed(t, st, "task-tamper")
 	capab := capabilityOf(t, d.GetCapability())
-	agentKey, err := pki.LoadSigningKey(pki.IdentityDir(c.PKI, "agent"), "agent")
+	agentKey, err := pki.LoadSigningKey(pki.IdentityDir(st.PKI, "agent"), "agent")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The agent holds a signing key of its own; it signs in the kernel's name.
+	// The agent holds a signing key of its own; it signs in others' names.
 	forge := func(m proto.Message, keyID string) *receiptv1.Envelope {
 		env, err := envelope.NewSigner(keyID, agentKey).Sign(m)
 		if err != nil {
@@ -209,113 +210,126 @@ func TestTamperedAndForgedAreRefused(t *testing.T) {
 		return e
 	}
 	richer := proto.Clone(capab).(*receiptv1.Capability)
-	richer.Action = demo.Refund(claims.DemoClaim1001, 9900, claims.DemoClaimant)
+	call, err := toolcall.Parse("refund", `{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": 9900}, "payee_id": "employee-7", "reason_code": "approved-expense"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	richer.Call = &contractv1.ToolCall{Tool: call.Tool, ArgumentsJson: call.Canonical()}
 
+	actConn, err := st.Conn(ctx, st.Info.Action, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := actionv1.NewActionServiceClient(actConn)
 	for name, capEnv := range map[string]*receiptv1.Envelope{
 		"flipped byte":          flipped(d.GetCapability()),
 		"forged in kernel name": forge(richer, "kernel"),
 		"signed by the agent":   forge(capab, "agent"),
 	} {
-		_, err := k.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: capEnv, Action: a, IdempotencyKey: capab.GetIdempotencyKey()})
+		_, err := act.Execute(ctx, &actionv1.ExecuteRequest{Capability: capEnv, IdempotencyKey: capab.GetIdempotencyKey()})
 		if status.Code(err) != codes.PermissionDenied {
 			t.Errorf("capability %s: %v, want PermissionDenied", name, err)
 		}
 	}
-	if n := payments(t, c, "1=1"); n != 0 {
+	if n := payments(t, st, "1=1"); n != 0 {
 		t.Fatalf("%d payments after forged capabilities", n)
 	}
 
 	var ev receiptv1.EvidenceReceipt
-	_ = proto.Unmarshal(r.GetSignedReceipt().GetPayload(), &ev)
+	if err := proto.Unmarshal(r.Signed.GetPayload(), &ev); err != nil {
+		t.Fatal(err)
+	}
 	ev.Fields = append(ev.Fields, "salary")
+	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := agentv1.NewAgentServiceClient(agentConn)
+	refund := &contractv1.ToolCall{Tool: "refund", ArgumentsJson: capab.GetCall().GetArgumentsJson()}
 	for name, evEnv := range map[string]*receiptv1.Envelope{
-		"flipped byte":            flipped(r.GetSignedReceipt()),
+		"flipped byte":            flipped(r.Signed),
 		"forged in adapter name":  forge(&ev, "evidence"),
 		"signed by the agent":     forge(&ev, "agent"),
 		"never recorded, re-used": forge(&ev, "kernel"),
 	} {
-		_, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: "task-tamper", Purpose: "expense-refund", Action: a, Evidence: []*receiptv1.Envelope{evEnv}})
+		_, err := kernel.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: "task-tamper", Purpose: demo.RefundPurpose, Call: refund, Evidence: []*receiptv1.Envelope{evEnv}})
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("evidence %s: %v, want InvalidArgument", name, err)
 		}
 	}
 
 	// A forged effect receipt does not get past the verifier.
-	fake := forge(&receiptv1.EffectReceipt{ReceiptId: "eff-fake", CapabilityId: capab.GetCapabilityId(), IdempotencyKey: capab.GetIdempotencyKey(), Action: a}, "action")
-	if _, err := k.Verifier.Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: fake}); status.Code(err) != codes.PermissionDenied {
-		t.Errorf("forged effect receipt: %v, want PermissionDenied", err)
+	verConn, err := st.Conn(ctx, st.Info.Verifier, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := forge(&receiptv1.EffectReceipt{ReceiptId: "eff-fake", CapabilityId: capab.GetCapabilityId(), TaskId: capab.GetTaskId(),
+		IdempotencyKey: capab.GetIdempotencyKey(), Call: capab.GetCall(), Destination: capab.GetDestination()}, "action")
+	_, err = verifierv1.NewVerifierServiceClient(verConn).Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: fake})
+	if !refusedWith(err, codes.InvalidArgument, errorv1.ErrorReason_ERROR_REASON_RECEIPT_INVALID) {
+		t.Errorf("forged effect receipt: %v (%s), want InvalidArgument RECEIPT_INVALID", err, client.Reason(err))
 	}
 	// The genuine capability still works, once.
-	if _, err := k.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: capab.GetIdempotencyKey()}); err != nil {
+	if _, err := st.Agent.Execute(ctx, d); err != nil {
 		t.Fatalf("genuine capability: %v", err)
 	}
-	if n := payments(t, c, "1=1"); n != 1 {
+	if n := payments(t, st, "1=1"); n != 1 {
 		t.Fatalf("%d payments, want 1", n)
 	}
 }
 
 // TestCrashBetweenCommitAndReply kills the action adapter with SIGKILL
 // right after the payment commits and before it replies; the retry after
-// restart returns the first receipt and there is exactly one payment.
+// the restart settles the same effect, and there is exactly one payment.
 func TestCrashBetweenCommitAndReply(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{Env: map[string][]string{cluster.Action: {"AMBIT_FAILPOINT=action.after-commit"}}})
+	st := startStack(t, devstack.Options{Env: map[string][]string{devstack.Action: {"AMBIT_FAILPOINT=action.after-commit"}}})
 	ctx := testCtx(t)
-	a, d, _ := allowed(t, c, k, "task-crash")
-	capab := capabilityOf(t, d.GetCapability())
-	req := &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: capab.GetIdempotencyKey()}
+	d, _ := allowed(t, st, "task-crash")
+	key := d.GetIdempotencyKey()
 
-	if _, err := k.Action.Execute(ctx, req); status.Code(err) != codes.Unavailable {
+	if _, err := st.Agent.Execute(ctx, d); status.Code(err) != codes.Unavailable {
 		t.Fatalf("first attempt: %v, want the connection to drop (Unavailable)", err)
 	}
-	if err := c.Wait(ctx, cluster.Action); err != nil {
+	if err := st.Wait(ctx, devstack.Action); err != nil {
 		t.Fatal(err)
 	}
-	if n := payments(t, c, "idempotency_key = ?", capab.GetIdempotencyKey()); n != 1 {
+	if n := payments(t, st, "idempotency_key = ?", key); n != 1 {
 		t.Fatalf("after the crash: %d payments, want the committed one", n)
 	}
-	if err := c.Restart(ctx, cluster.Action, nil); err != nil {
+	if err := st.Restart(ctx, devstack.Action, nil); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := c.Conn(ctx, c.ActionAddr, "agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	retry, err := actionv1.NewActionServiceClient(conn).Execute(ctx, req)
+	// The restarted adapter listens where it did: the agent's connection
+	// comes back.
+	retry, err := st.Agent.Execute(ctx, d)
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if !retry.GetRepeated() {
-		t.Error("retry was not marked as repeating the first effect")
-	}
-	if n := payments(t, c, "idempotency_key = ?", capab.GetIdempotencyKey()); n != 1 {
-		t.Fatalf("after the retry: %d payments, want 1", n)
-	}
-	vconn, err := c.Conn(ctx, c.VerifierAddr, "agent")
+	again, err := st.Agent.Execute(ctx, d)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("second retry: %v", err)
 	}
-	rb, err := verifierv1.NewVerifierServiceClient(vconn).Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: retry.GetSignedReceipt()})
+	if !again.GetRepeated() || again.GetReceipt().GetReceiptId() != retry.GetReceipt().GetReceiptId() {
+		t.Errorf("second retry: repeated %v, receipt %s; want the first receipt %s", again.GetRepeated(), again.GetReceipt().GetReceiptId(), retry.GetReceipt().GetReceiptId())
+	}
+	if n := payments(t, st, "idempotency_key = ?", key); n != 1 {
+		t.Fatalf("after the retries: %d payments, want 1", n)
+	}
+	rb, err := st.Agent.Verify(ctx, d, retry)
 	if err != nil || rb.GetReceipt().GetStatus() != receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED {
 		t.Fatalf("readback after the crash: %v %v", rb.GetReceipt(), err)
 	}
-	// The same key with a different effect is refused.
-	other := proto.Clone(req).(*actionv1.ExecuteRequest)
-	other.Action = demo.Refund(claims.DemoClaim1001, 1741, claims.DemoClaimant)
-	if _, err := actionv1.NewActionServiceClient(conn).Execute(ctx, other); status.Code(err) != codes.InvalidArgument {
-		t.Errorf("same key, different effect: %v, want InvalidArgument", err)
-	}
 }
 
-// TestEveryReceiptVerifies walks the kernel's log after the story and opens
-// every signed record with its issuer's public key.
+// TestEveryReceiptVerifies walks the kernel's log after both stories and
+// opens every signed record with its issuer's public key.
 func TestEveryReceiptVerifies(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{}, demo.ExpenseRefund, demo.Supportdesk)
 	ctx := testCtx(t)
-	s := &demo.Story{C: c, K: k, Ambitctl: binDir + "/ambitctl", Out: io.Discard}
-	if err := s.Run(ctx); err != nil {
+	if err := st.Story(io.Discard).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := c.Keys()
+	keys, err := st.Keys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,16 +337,17 @@ func TestEveryReceiptVerifies(t *testing.T) {
 		key  string
 		into func() proto.Message
 	}{
-		"decision":   {cluster.Kernel, func() proto.Message { return &receiptv1.DecisionReceipt{} }},
-		"capability": {cluster.Kernel, func() proto.Message { return &receiptv1.Capability{} }},
-		"evidence":   {cluster.Evidence, func() proto.Message { return &receiptv1.EvidenceReceipt{} }},
-		"effect":     {cluster.Action, func() proto.Message { return &receiptv1.EffectReceipt{} }},
-		"readback":   {cluster.Verifier, func() proto.Message { return &receiptv1.ReadbackReceipt{} }},
+		"decision":   {devstack.Kernel, func() proto.Message { return &receiptv1.DecisionReceipt{} }},
+		"capability": {devstack.Kernel, func() proto.Message { return &receiptv1.Capability{} }},
+		"evidence":   {devstack.Evidence, func() proto.Message { return &receiptv1.EvidenceReceipt{} }},
+		"effect":     {devstack.Action, func() proto.Message { return &receiptv1.EffectReceipt{} }},
+		"readback":   {devstack.Verifier, func() proto.Message { return &receiptv1.ReadbackReceipt{} }},
 	}
 	seen := map[string]int{}
+	tools := map[string]bool{}
 	after := int64(0)
 	for {
-		resp, err := k.Governance.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: after, Limit: 100})
+		resp, err := st.Gov.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: after, Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,8 +364,12 @@ func TestEveryReceiptVerifies(t *testing.T) {
 			if err := proto.Unmarshal(e.GetBody(), &env); err != nil {
 				t.Fatalf("entry %d: %v", e.GetSeq(), err)
 			}
-			if err := keys.Open(&env, iss.key, iss.into()); err != nil {
+			m := iss.into()
+			if err := keys.Open(&env, iss.key, m); err != nil {
 				t.Errorf("entry %d (%s %s): %v", e.GetSeq(), e.GetKind(), e.GetRef(), err)
+			}
+			if eff, ok := m.(*receiptv1.EffectReceipt); ok {
+				tools[eff.GetCall().GetTool()] = true
 			}
 			seen[e.GetKind()]++
 		}
@@ -360,28 +379,32 @@ func TestEveryReceiptVerifies(t *testing.T) {
 			t.Errorf("no %s receipt in the log", kind)
 		}
 	}
+	for _, tool := range []string{"refund", "reply_to_customer", "issue_credit", "close_ticket"} {
+		if !tools[tool] {
+			t.Errorf("no effect of %s in the log", tool)
+		}
+	}
 }
 
-// TestKernelUnreachableFailsClosed stops the kernel: reads and effects are
-// refused and nothing is paid.
+// TestKernelUnreachableFailsClosed kills the kernel: reads and effects are
+// refused, quickly, and nothing is paid.
 func TestKernelUnreachableFailsClosed(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
-	a, d, _ := allowed(t, c, k, "task-offline")
-	capab := capabilityOf(t, d.GetCapability())
-	c.Kill(cluster.Kernel)
+	d, _ := allowed(t, st, "task-offline")
+	st.Kill(devstack.Kernel)
 	start := time.Now()
-	_, err := k.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: capab.GetIdempotencyKey()})
+	_, err := st.Agent.Execute(ctx, d)
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("execute with the kernel down: %v, want Unavailable", err)
 	}
 	if waited := time.Since(start); waited > 10*time.Second {
 		t.Errorf("refusal took %s: the deadline did not bound it", waited)
 	}
-	if n := payments(t, c, "1=1"); n != 0 {
+	if n := payments(t, st, "1=1"); n != 0 {
 		t.Errorf("%d payments with the kernel down", n)
 	}
-	_, err = k.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: "task-offline", Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: demo.ClaimFields})
+	_, err = st.Agent.Read(ctx, "task-offline", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("read with the kernel down: %v, want Unavailable", err)
 	}
@@ -391,30 +414,29 @@ func TestKernelUnreachableFailsClosed(t *testing.T) {
 // the verifier's readback is a mismatch and the commitment is failed, in the
 // agent's self-view and in the audit.
 func TestReadbackMismatchFailsCommitment(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
-	a, d, _ := allowed(t, c, k, "task-mismatch")
-	capab := capabilityOf(t, d.GetCapability())
-	eff, err := k.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: capab.GetIdempotencyKey()})
+	d, _ := allowed(t, st, "task-mismatch")
+	eff, err := st.Agent.Execute(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+c.PaymentsDB)
+	db, err := sqldb.Open(filepath.Join(st.DataDir, "payments.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`UPDATE payments SET amount_minor = 1940 WHERE idempotency_key = ?`, capab.GetIdempotencyKey()); err != nil {
+	if _, err := db.Exec(`UPDATE payments SET amount_minor = 1940 WHERE idempotency_key = ?`, d.GetIdempotencyKey()); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	rb, err := k.Verifier.Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: eff.GetSignedReceipt()})
+	rb, err := st.Agent.Verify(ctx, d, eff)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rb.GetReceipt().GetStatus() != receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH || len(rb.GetReceipt().GetFindings()) == 0 {
-		t.Fatalf("readback %v, want a mismatch with findings", rb.GetReceipt())
+	if rb.GetReceipt().GetStatus() != receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH || !slices.Contains(rb.GetReceipt().GetFindings(), "AMOUNT_MISMATCH") {
+		t.Fatalf("readback %v, want a mismatch finding AMOUNT_MISMATCH", rb.GetReceipt())
 	}
-	v, err := k.Agent.GetSelfView(ctx, &agentv1.GetSelfViewRequest{TaskId: "task-mismatch", Facts: []string{"commitments", "uncertainty"}})
+	v, err := st.Agent.SelfView(ctx, "task-mismatch", "commitments", "uncertainty")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,12 +446,12 @@ func TestReadbackMismatchFailsCommitment(t *testing.T) {
 	if !strings.Contains(strings.Join(v.GetUncertainty(), "\n"), "failed") {
 		t.Errorf("self-view uncertainty %v does not mention the failure", v.GetUncertainty())
 	}
-	audit, err := k.Governance.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: "task-mismatch"})
+	audit, err := st.Gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: "task-mismatch"})
 	if err != nil || len(audit.GetCommitments()) != 1 || audit.GetCommitments()[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED {
 		t.Errorf("audit commitments %v (%v), want one FAILED", audit.GetCommitments(), err)
 	}
 	// The self-view never answers facts outside its grant.
-	if _, err := k.Agent.GetSelfView(ctx, &agentv1.GetSelfViewRequest{TaskId: "task-mismatch", Facts: []string{"commitments", "policy_thresholds"}}); status.Code(err) != codes.PermissionDenied {
+	if _, err := st.Agent.SelfView(ctx, "task-mismatch", "commitments", "policy_thresholds"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("self-view of policy_thresholds: %v, want PermissionDenied", err)
 	}
 }

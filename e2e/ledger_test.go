@@ -2,26 +2,25 @@ package e2e_test
 
 import (
 	"bytes"
-	"database/sql"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/e2e/cluster"
 	"github.com/ambitkernel/ambit/e2e/demo"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/money"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	_ "modernc.org/sqlite"
 )
 
 func class(c *ledgerv1.ClassifiedItem) string {
@@ -43,16 +42,17 @@ func ambitctl(t *testing.T, args ...string) (string, error) {
 // its reach; a second agent receives only the declared subset; the ledger
 // can be replayed as it was and its log is tamper-evident.
 func TestTransferScenario(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{Agents: 2})
 	ctx := testCtx(t)
-	gov := k.Governance
-	now := time.Now()
+	gov := st.Gov
+	e, _ := st.Example(demo.ExpenseRefund)
 
-	old, err := demo.RefundContract("transfer-a", claims.DemoClaim1001, now)
+	old, err := demo.Contract(e, "transfer-a", demo.Claim1001, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem("POL-2026-08", old)}); err != nil {
+	ref := demo.ProvenanceRef(e, old)
+	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem("POL-2026-08", ref, old)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-08"}); err != nil {
@@ -62,63 +62,61 @@ func TestTransferScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second agent has its own certificate and its own connections.
-	evB, err := c.Conn(ctx, c.EvidenceAddr, "agent-b")
+	agentB, err := st.Stack.Agent(ctx, "agent-2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	agB, err := c.Conn(ctx, c.KernelAgent, "agent-b")
-	if err != nil {
-		t.Fatal(err)
+	defer agentB.Close()
+	readAs := func(as *client.Agent, task string, fields ...string) (*client.Evidence, error) {
+		return as.Read(ctx, task, demo.RefundPurpose, "claims_db", demo.Claim1001, fields...)
 	}
-	agentB := &demo.Clients{Evidence: evidencev1.NewEvidenceServiceClient(evB), Agent: agentv1.NewAgentServiceClient(agB)}
-	readAs := func(as *demo.Clients, task string, fields ...string) (*evidencev1.ReadResponse, error) {
-		return as.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: task, Source: "claims_db", RecordKey: claims.DemoClaim1001, Fields: fields})
-	}
-	proposeAs := func(as *demo.Clients, task string, minor int64, ev *receiptv1.Envelope) *agentv1.SubmitProposalResponse {
+	proposeAs := func(as *client.Agent, task string, minor int64, ev *client.Evidence) *client.Decision {
 		t.Helper()
-		d, err := as.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: task, Purpose: "expense-refund",
-			Action: demo.Refund(claims.DemoClaim1001, minor, claims.DemoClaimant), Evidence: []*receiptv1.Envelope{ev}})
+		d, err := as.Propose(ctx, client.Proposal{Task: task, Purpose: demo.RefundPurpose, Tool: "refund",
+			Args: demo.Refund(demo.Claim1001, minor, demo.Claimant), Evidence: []*client.Evidence{ev}})
 		if err != nil {
 			t.Fatalf("propose in %s: %v", task, err)
 		}
 		return d
 	}
-	read := func(task string, fields ...string) (*evidencev1.ReadResponse, error) {
-		return readAs(k, task, fields...)
+	read := func(task string, fields ...string) (*client.Evidence, error) {
+		return readAs(st.Agent, task, fields...)
 	}
-	propose := func(task string, minor int64, ev *receiptv1.Envelope) *agentv1.SubmitProposalResponse {
+	propose := func(task string, minor int64, ev *client.Evidence) *client.Decision {
 		t.Helper()
-		return proposeAs(k, task, minor, ev)
+		return proposeAs(st.Agent, task, minor, ev)
 	}
 	r, err := read("transfer-a", demo.ClaimFields...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := propose("transfer-a", 1740, r.GetSignedReceipt())
-	if first.GetCapability() == nil {
+	first := propose("transfer-a", 1740, r)
+	if !first.Allowed() {
 		t.Fatalf("under POL-2026-08: %v", first.GetDecision())
 	}
 	beforeSupersession := time.Now().UTC()
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the replay instant must precede the supersession
 
 	// The replacement is its own item: it needs its own provenance and an
 	// authorised promotion.
 	replacement := proto.Clone(old).(*contractv1.Contract)
 	replacement.Version = "2"
 	replacement.Action.MaxAmount = money.New("GBP", 8000)
-	item := demo.ContractItem("POL-2026-09", replacement)
+	item := demo.ContractItem("POL-2026-09", demo.ProvenanceRef(e, replacement), replacement)
 	item.SupersedesRef = "POL-2026-08"
-	noProvenance := proto.Clone(item).(*ledgerv1.CanonItem)
-	noProvenance.CanonItemId, noProvenance.ProvenanceRef = "POL-2026-09-DRAFT", ""
-	draft, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: noProvenance})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if class(draft.GetItem()) != "UNKNOWN" {
-		t.Errorf("a replacement without provenance is %s, want UNKNOWN", class(draft.GetItem()))
-	}
-	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-09-DRAFT"}); status.Code(err) == codes.OK {
-		t.Error("an item without provenance was promoted")
+	for _, bad := range []struct{ id, ref string }{{"POL-2026-09-DRAFT", ""}, {"POL-2026-09-PROSE", "the new refund policy, as agreed"}} {
+		noProvenance := proto.Clone(item).(*ledgerv1.CanonItem)
+		noProvenance.CanonItemId, noProvenance.ProvenanceRef = bad.id, bad.ref
+		draft, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: noProvenance})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if class(draft.GetItem()) != "UNKNOWN" {
+			t.Errorf("a replacement with provenance %q is %s, want UNKNOWN", bad.ref, class(draft.GetItem()))
+		}
+		if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: bad.id}); status.Code(err) == codes.OK {
+			t.Errorf("an item with provenance %q was promoted", bad.ref)
+		}
 	}
 	proposed, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: item})
 	if err != nil {
@@ -134,7 +132,7 @@ func TestTransferScenario(t *testing.T) {
 		t.Errorf("identity reuse: %v, want AlreadyExists", err)
 	}
 	// A governance identity without promotion authority cannot promote.
-	govConn, err := c.Conn(ctx, c.KernelGovernance, "governance")
+	govConn, err := st.Conn(ctx, st.Kernel.Governance, devstack.Governance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +152,7 @@ func TestTransferScenario(t *testing.T) {
 	}
 
 	// The task still bound to the old contract lost its reach.
-	v, err := k.Agent.GetSelfView(ctx, &agentv1.GetSelfViewRequest{TaskId: "transfer-a", Facts: []string{"commitments", "capabilities"}})
+	v, err := st.Agent.SelfView(ctx, "transfer-a", "commitments", "capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +162,8 @@ func TestTransferScenario(t *testing.T) {
 	if _, err := read("transfer-a", demo.ClaimFields...); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("read under a deprecated contract: %v, want PermissionDenied", err)
 	}
-	stale := propose("transfer-a", 1740, r.GetSignedReceipt())
-	if stale.GetCapability() != nil || !strings.Contains(reasonCodes(stale.GetDecision()), "CONTRACT_NOT_CANONICAL") {
+	stale := propose("transfer-a", 1740, r)
+	if stale.GetCapability() != nil || !slices.Contains(stale.Codes(), "CONTRACT_NOT_CANONICAL") {
 		t.Errorf("under the deprecated contract: %v", stale.GetDecision())
 	}
 	// Rebinding to the new canon restores reach, under the new limit.
@@ -176,8 +174,8 @@ func TestTransferScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := propose("transfer-a", 1740, r2.GetSignedReceipt())
-	if d.GetCapability() == nil {
+	d := propose("transfer-a", 1740, r2)
+	if !d.Allowed() {
 		t.Fatalf("under POL-2026-09: %v", d.GetDecision())
 	}
 	var dr receiptv1.DecisionReceipt
@@ -191,10 +189,10 @@ func TestTransferScenario(t *testing.T) {
 	// Handoff: the second agent receives only the declared subset.
 	filter := &ledgerv1.HandoffFilter{
 		Fields: []string{"claim_id", "claimant_id", "receipt_total", "salary"}, Sources: []string{"claims_db"},
-		ActionTypes: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"commitments", "credentials"},
+		Tools: []string{"refund"}, Destinations: []string{"claimant"}, VisibleFacts: []string{"commitments", "credentials"},
 		MaxAmount: money.New("GBP", 3000),
 	}
-	child, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-b", ChildTaskId: "transfer-b", ChildAgent: "agent-b", Filter: filter})
+	child, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-2", ChildTaskId: "transfer-b", ChildAgent: "agent-2", Filter: filter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,11 +200,15 @@ func TestTransferScenario(t *testing.T) {
 		t.Error("a derived child was canonical before its own promotion")
 	}
 	cc := child.GetItem().GetItem().GetContract()
-	if strings.Join(cc.GetEvidence().GetFields(), ",") != "claim_id,claimant_id,receipt_total" ||
-		strings.Join(cc.GetReflexive().GetVisibleFacts(), ",") != "commitments" || cc.GetAction().GetMaxAmount().GetMinorUnits() != 3000 {
-		t.Errorf("child contract is not parent ∩ filter: %v", cc)
+	var childFields []string
+	for _, src := range cc.GetEvidence().GetSources() {
+		childFields = append(childFields, src.GetName()+":"+strings.Join(src.GetFields(), ","))
 	}
-	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-09/agent-b"}); err != nil {
+	if strings.Join(childFields, " ") != "claims_db:claim_id,claimant_id,receipt_total" ||
+		strings.Join(cc.GetReflexive().GetVisibleFacts(), ",") != "commitments" || cc.GetAction().GetMaxAmount().GetMinorUnits() != 3000 {
+		t.Errorf("child contract is not parent ∩ filter: sources %v, %v", childFields, cc)
+	}
+	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: "POL-2026-09/agent-2"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := readAs(agentB, "transfer-b", "claim_id", "receipt_date"); status.Code(err) != codes.PermissionDenied {
@@ -220,18 +222,18 @@ func TestTransferScenario(t *testing.T) {
 	if _, err := read("transfer-b", "claim_id"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("first agent reading for the child task: %v, want PermissionDenied", err)
 	}
-	if _, err := k.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{TaskId: "transfer-b", Purpose: "expense-refund",
-		Action: demo.Refund(claims.DemoClaim1001, 1740, claims.DemoClaimant), Evidence: []*receiptv1.Envelope{rb.GetSignedReceipt()}}); status.Code(err) != codes.PermissionDenied {
+	if _, err := st.Agent.Propose(ctx, client.Proposal{Task: "transfer-b", Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{rb}}); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("first agent proposing in the child task: %v, want PermissionDenied", err)
 	}
-	if d := proposeAs(agentB, "transfer-b", 4000, rb.GetSignedReceipt()); d.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_DENY {
+	if d := proposeAs(agentB, "transfer-b", 4000, rb); !d.Denied() {
 		t.Errorf("child above its lowered limit: %v", d.GetDecision())
 	}
-	if d := proposeAs(agentB, "transfer-b", 1740, rb.GetSignedReceipt()); d.GetCapability() == nil {
+	if d := proposeAs(agentB, "transfer-b", 1740, rb); !d.Allowed() {
 		t.Errorf("child within its subset: %v", d.GetDecision())
 	}
 	// Without a declared filter the child is HOLD and grants nothing.
-	hold, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-c", ChildTaskId: "transfer-c", ChildAgent: "agent-b"})
+	hold, err := gov.DeriveHandoff(ctx, &kernelv1.DeriveHandoffRequest{ParentItemId: "POL-2026-09", ChildItemId: "POL-2026-09/agent-c", ChildTaskId: "transfer-c", ChildAgent: "agent-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,26 +245,26 @@ func TestTransferScenario(t *testing.T) {
 	}
 
 	// Replay: the ledger as it was before the supersession.
-	out, err := ambitctl(t, "ledger", "at", beforeSupersession.Format(time.RFC3339Nano), "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "policy-owner")
+	out, err := ambitctl(t, "ledger", "at", beforeSupersession.Format(time.RFC3339Nano), "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", devstack.PolicyOwner)
 	if err != nil {
 		t.Fatalf("ledger at: %v\n%s", err, out)
 	}
 	if !strings.Contains(out, "POL-2026-08") || !lineHas(out, "POL-2026-08 ", "CANONICAL") || strings.Contains(out, "POL-2026-09 ") {
 		t.Errorf("ledger at %s:\n%s", beforeSupersession, out)
 	}
-	out, err = ambitctl(t, "ledger", "at", "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "policy-owner")
+	out, err = ambitctl(t, "ledger", "at", "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", devstack.PolicyOwner)
 	if err != nil || !lineHas(out, "POL-2026-08 ", "DEPRECATED") || !lineHas(out, "POL-2026-09 ", "CANONICAL") {
 		t.Errorf("ledger now (%v):\n%s", err, out)
 	}
 
 	// The log is tamper-evident, also with the kernel stopped.
-	if err := c.Stop(); err != nil {
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := ambitctl(t, "ledger", "verify", "--db", c.KernelDB); err != nil || !strings.HasPrefix(out, "OK") {
+	if out, err := ambitctl(t, "ledger", "verify", "--db", st.KernelDB); err != nil || !strings.HasPrefix(out, "OK") {
 		t.Fatalf("verify intact log: %v\n%s", err, out)
 	}
-	db, err := sql.Open("sqlite", "file:"+c.KernelDB)
+	db, err := sqldb.Open(st.KernelDB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,18 +272,10 @@ func TestTransferScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	out, err = ambitctl(t, "ledger", "verify", "--db", c.KernelDB)
+	out, err = ambitctl(t, "ledger", "verify", "--db", st.KernelDB)
 	if err == nil || !strings.Contains(out, "entry 7") {
 		t.Errorf("verify tampered log: %v\n%s", err, out)
 	}
-}
-
-func reasonCodes(d *contractv1.Decision) string {
-	var out []string
-	for _, r := range d.GetReasons() {
-		out = append(out, r.GetCode())
-	}
-	return strings.Join(out, ",")
 }
 
 // lineHas reports whether a line starting with prefix contains word.

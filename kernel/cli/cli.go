@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"minimize":      {"run the removal test of --contract over --episodes and print the minimal contract", runMinimize},
 		"debt":          {"the contraction debt of widening OLD into NEW: routes added, families to re-run, review load", runDebt},
 		"dev init":      {"create a local CA and a key folder per process in DIR (--agent NAME adds an agent)", runDevInit},
+		"dev up":        {"run the four processes and the examples' servers on loopback from DIR until SIGTERM; writes DIR/stack.json", runDevUp},
 		"approve":       {"approve a pending approval as a governance identity", runApprove},
 		"reject":        {"reject a pending approval as a governance identity", runReject},
 		"approvals":     {"list pending approvals", runApprovals},

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/pki"
 )
 
@@ -42,5 +46,58 @@ func runDevInit(_ context.Context, env *Env, args []string) error {
 	for _, id := range ids {
 		fmt.Fprintf(env.Stdout, "  %-14s role %-16s %s\n", id.Name, id.Role, pki.IdentityDir(root, id.Name))
 	}
+	return nil
+}
+
+func runDevUp(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "dev up")
+	bin := fs.String("bin", "", "`folder` holding the ambit binaries and the examples' programs (default: ambitctl's own folder)")
+	var examples names
+	fs.Var(&examples, "example", "enable the example whose manifest is `PATH` (example.yaml or its folder); repeatable (default: every example under the bin folder's ../examples)")
+	agents := fs.Int("agents", 1, "how many agent identities to create: agent, agent-2, …")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: dev up DIR [--bin DIR] [--example PATH]... [--agents N]", ErrUsage)
+	}
+	if *agents < 1 {
+		return fmt.Errorf("%w: --agents must be at least 1", ErrUsage)
+	}
+	if *bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the bin folder (give --bin): %w", err)
+		}
+		*bin = filepath.Dir(self)
+	}
+	if len(examples) == 0 {
+		dir := filepath.Join(filepath.Dir(*bin), "examples")
+		found, err := devstack.FindExamples(dir)
+		if err != nil || len(found) == 0 {
+			return fmt.Errorf("no example found under %s (%v): give --example PATH", dir, err)
+		}
+		examples = found
+	}
+	fmt.Fprintf(env.Stdout, "starting the stack in %s (binaries from %s; examples: %s)\n", fs.Arg(0), *bin, strings.Join(examples, ", "))
+	s, err := devstack.Start(ctx, devstack.Options{Dir: fs.Arg(0), BinDir: *bin, Examples: examples, Agents: *agents})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "kernel: agent %s, adapter %s, governance %s\nevidence %s, action %s, verifier %s\nagents %s; key folders in %s; logs in %s\n",
+		s.Kernel.Agent, s.Kernel.Adapter, s.Kernel.Governance, s.Info.Evidence, s.Info.Action, s.Info.Verifier,
+		strings.Join(s.Agents, ", "), s.PKI, filepath.Dir(s.LogPath(devstack.Kernel)))
+	fmt.Fprintf(env.Stdout, "stack: %s\nrunning until SIGINT or SIGTERM\n", s.InfoPath())
+	var died error
+	select {
+	case <-ctx.Done():
+	case name := <-s.Died():
+		died = fmt.Errorf("%s exited on its own; see %s", name, s.LogPath(name))
+	}
+	fmt.Fprintln(env.Stdout, "stopping")
+	if err := errors.Join(died, s.Stop()); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, "every process stopped cleanly")
 	return nil
 }

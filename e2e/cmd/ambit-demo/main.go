@@ -1,6 +1,7 @@
-// Command ambit-demo runs the expense-refund story end to end: four real
-// processes on loopback, SQLite files in a temporary folder, a scripted
-// agent using the generated Go clients.
+// Command ambit-demo tells the stories of the two example domains, the
+// expense refund and the support desk, end to end: the four processes and
+// the desk's server on loopback, SQLite files in a temporary folder, a
+// scripted agent using sdk/client (see package demo).
 package main
 
 import (

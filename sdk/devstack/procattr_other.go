@@ -1,0 +1,7 @@
+//go:build !unix
+
+package devstack
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,434 @@
+package devstack
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
+)
+
+// The stack's four processes, by name: each runs as the identity of the
+// same name.
+const (
+	Kernel   = "kernel"
+	Evidence = "evidence"
+	Action   = "action"
+	Verifier = "verifier"
+)
+
+// processes are the four, in start order.
+var processes = []string{Kernel, Evidence, Action, Verifier}
+
+// binaries are the programs of the four processes, in the bin folder.
+var binaries = map[string]string{Kernel: "ambit-kernel", Evidence: "ambit-evidence", Action: "ambit-action", Verifier: "ambit-verifier"}
+
+// The governance identities of the stack's PKI.
+const (
+	// Governance decides approvals; it holds no promotion authority.
+	Governance = "governance"
+	// PolicyOwner may also promote canon items, at every scope.
+	PolicyOwner = "policy-owner"
+)
+
+// AgentName is the name of the stack's i-th agent identity (from 1):
+// agent, agent-2, agent-3, …
+func AgentName(i int) string {
+	if i <= 1 {
+		return "agent"
+	}
+	return "agent-" + strconv.Itoa(i)
+}
+
+// Waits bound every start-up step, so that a broken process fails the
+// start instead of hanging it.
+const (
+	startWait = 30 * time.Second
+	stopWait  = 10 * time.Second
+	pollEvery = 20 * time.Millisecond
+)
+
+// Options configure a stack.
+type Options struct {
+	// Dir receives the PKI (pki/), the data folder (data/), every
+	// process's configuration, address file and log (logs/), the kernel's
+	// database and stack.json. It is created if missing; what it holds
+	// from an earlier run is kept.
+	Dir string
+	// BinDir holds ambit-kernel, ambit-evidence, ambit-action and
+	// ambit-verifier, and every program the examples' commands name.
+	BinDir string
+	// Examples are the examples to enable: manifests (example.yaml) or
+	// the folders holding them. At least one: the adapters serve only
+	// what examples declare.
+	Examples []string
+	// Agents is how many agent identities the PKI gets (default 1).
+	Agents int
+	// Durability of the kernel's store: "full" (default) or "normal".
+	Durability string
+	// CapabilityTTL is the kernel's (default 5m).
+	CapabilityTTL time.Duration
+	// WatchInterval, when set, is how often the evidence adapter reads
+	// watched records again (unset: the adapter's default).
+	WatchInterval time.Duration
+	// LogLevel of the four processes (default info).
+	LogLevel string
+	// Env adds environment variables per process, e.g. failpoints.
+	Env map[string][]string
+	// Tracing writes every process's spans to TracePath(name).
+	Tracing bool
+}
+
+// Stack is a running set of the four processes and the examples' servers.
+// Its methods are safe for concurrent use.
+type Stack struct {
+	// Info is what stack.json holds: the addresses, the PKI, the agents
+	// and each example's placeholder values. Addresses do not change: a
+	// restarted process binds the ones it had.
+	Info
+	// Dir is the stack's folder, DataDir its data folder (${DATA}) and
+	// KernelDB the kernel's database.
+	Dir, DataDir, KernelDB string
+	// Examples are the enabled examples, in the order given.
+	Examples []*Example
+
+	opts     Options
+	sections *sections
+	died     chan string
+
+	mu    sync.Mutex
+	procs map[string]*proc
+	// bound are the addresses each process bound, by listener name.
+	bound map[string]map[string]string
+	conns []*grpc.ClientConn
+}
+
+// Start creates what the stack needs and starts it: the PKI (the four
+// processes, the governance identities and the agents), the data folder,
+// each example's setup commands and servers, then the kernel, the evidence
+// adapter, the action adapter and the verifier, each on free loopback
+// ports and each waited for until it is SERVING. It writes stack.json
+// last. On error, whatever was started is stopped.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	s, err := newStack(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.start(ctx); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+func newStack(o Options) (*Stack, error) {
+	if o.Dir == "" || o.BinDir == "" {
+		return nil, errors.New("devstack: Dir and BinDir are required")
+	}
+	if len(o.Examples) == 0 {
+		return nil, errors.New("devstack: at least one example is required: the adapters serve only what examples declare")
+	}
+	var err error
+	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	if o.Agents <= 0 {
+		o.Agents = 1
+	}
+	if o.Durability == "" {
+		o.Durability = DefaultDurability
+	}
+	if o.CapabilityTTL <= 0 {
+		o.CapabilityTTL = DefaultCapabilityTTL
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = DefaultLogLevel
+	}
+	s := &Stack{
+		Dir: o.Dir, DataDir: filepath.Join(o.Dir, "data"), KernelDB: filepath.Join(o.Dir, "kernel.db"),
+		opts: o, sections: newSections(), died: make(chan string, 16),
+		procs: map[string]*proc{}, bound: map[string]map[string]string{},
+	}
+	s.PKI = filepath.Join(o.Dir, "pki")
+	s.Governance = []string{Governance, PolicyOwner}
+	for i := 1; i <= o.Agents; i++ {
+		s.Agents = append(s.Agents, AgentName(i))
+	}
+	s.Info.Examples = map[string]map[string]string{}
+	s.Processes = map[string]ProcessInfo{}
+	var errs []error
+	for _, path := range o.Examples {
+		e, err := LoadExample(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if slices.ContainsFunc(s.Examples, func(other *Example) bool { return other.Name == e.Name }) {
+			errs = append(errs, fmt.Errorf("example %s is given twice", e.Name))
+			continue
+		}
+		for _, srv := range e.Servers {
+			for _, other := range s.Examples {
+				if slices.ContainsFunc(other.Servers, func(x Server) bool { return x.Name == srv.Name }) {
+					errs = append(errs, fmt.Errorf("example %s: server %s is also a server of example %s", e.Name, srv.Name, other.Name))
+				}
+			}
+		}
+		s.Examples = append(s.Examples, e)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Stack) start(ctx context.Context) error {
+	for _, d := range []string{s.Dir, s.DataDir, s.logDir(), s.runDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("devstack: %w", err)
+		}
+	}
+	// A stack.json left by an earlier run describes processes that are
+	// gone; whoever waits for the file must not read it.
+	if err := os.Remove(s.InfoPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	ids := []pki.Identity{
+		{Name: Kernel, Role: pki.RoleKernel}, {Name: Evidence, Role: pki.RoleEvidence},
+		{Name: Action, Role: pki.RoleAction}, {Name: Verifier, Role: pki.RoleVerifier},
+		{Name: Governance, Role: pki.RoleGovernance}, {Name: PolicyOwner, Role: pki.RoleGovernance},
+	}
+	for _, a := range s.Agents {
+		ids = append(ids, pki.Identity{Name: a, Role: pki.RoleAgent})
+	}
+	if err := pki.DevInit(s.PKI, ids); err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	for _, e := range s.Examples {
+		vars, err := s.startExample(ctx, e)
+		if err != nil {
+			return err
+		}
+		s.Info.Examples[e.Name] = vars
+		if err := s.sections.add(e, vars); err != nil {
+			return fmt.Errorf("devstack: %w", err)
+		}
+	}
+	for _, name := range processes {
+		if err := s.startProcess(ctx, name); err != nil {
+			return err
+		}
+	}
+	return s.writeInfo()
+}
+
+// startExample runs an example's setup commands and starts its servers,
+// and returns the values of its files' placeholders.
+func (s *Stack) startExample(ctx context.Context, e *Example) (map[string]string, error) {
+	vars := map[string]string{VarData: s.DataDir, VarDir: s.Dir}
+	for i, c := range e.Setup {
+		argv, err := s.command(c, vars)
+		if err != nil {
+			return nil, fmt.Errorf("devstack: example %s: setup[%d]: %w", e.Name, i, err)
+		}
+		if err := s.run(ctx, e.Name+".setup", argv); err != nil {
+			return nil, fmt.Errorf("devstack: example %s: setup[%d]: %w", e.Name, i, err)
+		}
+	}
+	for _, srv := range e.Servers {
+		addrFile := s.addrPath(srv.Name)
+		_ = os.Remove(addrFile)
+		argv, err := s.command(srv.Command, map[string]string{VarData: s.DataDir, VarDir: s.Dir, VarAddrFile: addrFile})
+		if err != nil {
+			return nil, fmt.Errorf("devstack: example %s: server %s: %w", e.Name, srv.Name, err)
+		}
+		p, err := s.spawn(srv.Name, argv, nil)
+		if err != nil {
+			return nil, err
+		}
+		addrs, err := s.waitAddrs(ctx, srv.Name, p)
+		if err != nil {
+			return nil, err
+		}
+		for v, key := range srv.Addresses {
+			if addrs[key] == "" {
+				return nil, fmt.Errorf("devstack: server %s wrote no %q to its address file (it wrote %v)", srv.Name, key, addrs)
+			}
+			vars[v] = addrs[key]
+		}
+		s.setProcessInfo(srv.Name, p, "")
+	}
+	return vars, nil
+}
+
+// command expands a command's placeholders and finds its program in the
+// bin folder.
+func (s *Stack) command(c []string, vars map[string]string) ([]string, error) {
+	argv := []string{filepath.Join(s.opts.BinDir, c[0])}
+	if _, err := os.Stat(argv[0]); err != nil {
+		return nil, fmt.Errorf("program %s: %w", c[0], err)
+	}
+	for _, a := range c[1:] {
+		v, err := expand(a, vars)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, v)
+	}
+	return argv, nil
+}
+
+// startProcess writes one of the four processes' configuration, starts it
+// and waits until every listener it reports is SERVING.
+func (s *Stack) startProcess(ctx context.Context, name string) error {
+	if err := s.writeConfig(name); err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	_ = os.Remove(s.addrPath(name))
+	argv := []string{filepath.Join(s.opts.BinDir, binaries[name]), "--config", s.ConfigPath(name), "--addr-file", s.addrPath(name)}
+	s.mu.Lock()
+	env := s.opts.Env[name]
+	s.mu.Unlock()
+	p, err := s.spawn(name, argv, env)
+	if err != nil {
+		return err
+	}
+	addrs, err := s.waitAddrs(ctx, name, p)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.bound[name] = addrs
+	switch name {
+	case Kernel:
+		s.Kernel = KernelAddrs{Agent: addrs["agent"], Adapter: addrs["adapter"], Governance: addrs["governance"]}
+	case Evidence:
+		s.Info.Evidence = addrs["grpc"]
+	case Action:
+		s.Info.Action = addrs["grpc"]
+	case Verifier:
+		s.Info.Verifier = addrs["grpc"]
+	}
+	s.mu.Unlock()
+	s.setProcessInfo(name, p, s.ConfigPath(name))
+	for listener, addr := range addrs {
+		if listener == "metrics" || listener == "health" {
+			continue // plain HTTP and plaintext health: the TLS listeners say more
+		}
+		if err := s.waitServing(ctx, name, addr, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Paths of the stack's files.
+func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
+func (s *Stack) runDir() string { return filepath.Join(s.Dir, "run") }
+func (s *Stack) addrPath(name string) string {
+	return filepath.Join(s.runDir(), name+".addr.json")
+}
+
+// InfoPath is where stack.json is written once the stack is up.
+func (s *Stack) InfoPath() string { return filepath.Join(s.Dir, InfoFile) }
+
+// ConfigPath is the configuration file of one of the four processes.
+func (s *Stack) ConfigPath(name string) string { return filepath.Join(s.Dir, name+".yaml") }
+
+// LogPath is where a process's output goes (a server's too; setup
+// commands write to <example>.setup.log).
+func (s *Stack) LogPath(name string) string { return filepath.Join(s.logDir(), name+".log") }
+
+// TracePath is where a process's spans go when Options.Tracing is set.
+func (s *Stack) TracePath(name string) string {
+	return filepath.Join(s.logDir(), name+".traces.jsonl")
+}
+
+// Example returns an enabled example by name.
+func (s *Stack) Example(name string) (*Example, bool) {
+	i := slices.IndexFunc(s.Examples, func(e *Example) bool { return e.Name == name })
+	if i < 0 {
+		return nil, false
+	}
+	return s.Examples[i], true
+}
+
+// Addr returns one of the four processes' addresses for a listener
+// ("grpc" for a sidecar; "agent", "adapter" or "governance" for the
+// kernel; "metrics" and "health" for any).
+func (s *Stack) Addr(name, listener string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bound[name][listener]
+}
+
+// roleOf is the role of the process listening on addr.
+func (s *Stack) roleOf(addr string) pki.Role {
+	switch addr {
+	case s.Info.Evidence:
+		return pki.RoleEvidence
+	case s.Info.Action:
+		return pki.RoleAction
+	case s.Info.Verifier:
+		return pki.RoleVerifier
+	}
+	return pki.RoleKernel
+}
+
+func (s *Stack) dial(ctx context.Context, addr, identity string) (*grpc.ClientConn, error) {
+	tlsCfg, err := pki.ClientTLS(pki.IdentityDir(s.PKI, identity), identity, pki.Expect{Role: s.roleOf(addr)})
+	if err != nil {
+		return nil, err
+	}
+	return serve.Dial(ctx, addr, tlsCfg)
+}
+
+// Conn returns a client connection to one of the four processes' TLS
+// listeners (addr), authenticated as identity and requiring the role of
+// the process that listens there. The stack closes it on Stop.
+func (s *Stack) Conn(ctx context.Context, addr, identity string) (*grpc.ClientConn, error) {
+	conn, err := s.dial(ctx, addr, identity)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, conn)
+	s.mu.Unlock()
+	return conn, nil
+}
+
+// Agent connects as an agent identity to the kernel's agent listener and
+// the three sidecars; the caller closes it.
+func (s *Stack) Agent(ctx context.Context, identity string) (*client.Agent, error) {
+	return client.Dial(ctx, pki.IdentityDir(s.PKI, identity), identity, client.Addresses{
+		Kernel: s.Kernel.Agent, Evidence: s.Info.Evidence, Action: s.Info.Action, Verifier: s.Info.Verifier,
+	})
+}
+
+// Keys returns the public signing keys of the four processes, for
+// checking receipts, as an agent's key folder holds them.
+func (s *Stack) Keys() (envelope.Keyring, error) {
+	ring := envelope.Keyring{}
+	for _, name := range processes {
+		pub, err := pki.LoadPublicKey(pki.IdentityDir(s.PKI, s.Agents[0]), name)
+		if err != nil {
+			return nil, err
+		}
+		ring[name] = ed25519.PublicKey(pub)
+	}
+	return ring, nil
+}
