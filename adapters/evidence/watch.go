@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 )
@@ -49,6 +50,7 @@ func (c *Core) poll(ctx context.Context) {
 		if !ok {
 			continue // another adapter's source
 		}
+		observed := c.d.Now()
 		now, err := c.version(ctx, src, w.GetRecordKey())
 		if err != nil {
 			if ctx.Err() == nil {
@@ -60,7 +62,7 @@ func (c *Core) poll(ctx context.Context) {
 		if now == w.GetStateVersion() {
 			continue
 		}
-		c.report(ctx, w, now)
+		c.report(ctx, w, now, observed)
 	}
 }
 
@@ -75,13 +77,14 @@ func (c *Core) version(ctx context.Context, src Source, key string) (string, err
 	return rec.StateVersion, err
 }
 
-func (c *Core) report(ctx context.Context, w *kernelv1.WatchedRecord, version string) {
+func (c *Core) report(ctx context.Context, w *kernelv1.WatchedRecord, version string, observed time.Time) {
 	log := c.d.Log.With(zap.String("source", w.GetSource()), zap.String("record_key", w.GetRecordKey()),
 		zap.String("was", w.GetStateVersion()), zap.String("state_version", version))
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
 	resp, err := c.d.Kernel.ReportStateChange(kctx, &kernelv1.ReportStateChangeRequest{
 		Source: w.GetSource(), RecordKey: w.GetRecordKey(), StateVersion: version,
+		ObservedAt: timestamppb.New(observed),
 	})
 	if err != nil {
 		if ctx.Err() == nil {

@@ -239,14 +239,21 @@ func (k *Kernel) noteVersion(tx *store.Tx, source, key, version string, now time
 }
 
 // ReportStateChange notes a record's state version as an evidence adapter
-// watching it observed it, and revokes at once what depended on an older
-// version.
-func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version string) (Recorded, error) {
+// watching it observed it at observedAt, and revokes at once what depended
+// on an older version. A report observed before a read the kernel already
+// recorded is stale: it changes nothing.
+func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version string, observedAt time.Time) (Recorded, error) {
 	if source == "" || key == "" {
 		return Recorded{}, refuse(ErrInvalid, "INVALID_REQUEST", "source and record_key are required")
 	}
 	var out Recorded
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
+		if !observedAt.IsZero() {
+			newer, err := tx.NewerRead(source, key, observedAt)
+			if err != nil || newer {
+				return err
+			}
+		}
 		var err error
 		out, err = k.noteVersion(tx, source, key, version, k.clock())
 		return err

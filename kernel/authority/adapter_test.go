@@ -470,3 +470,23 @@ func TestLateOldEvidenceDoesNotRollBackState(t *testing.T) {
 		t.Errorf("verdict (-want +got):\n%s", diff)
 	}
 }
+
+// TestStaleStateReportIsIgnored: a watcher report observed before a read
+// the kernel already recorded never moves the record's state back, and a
+// fresh report of a change revokes at once.
+func TestStaleStateReportIsIgnored(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	observedEarly := w.clock.Now()
+	w.clock.Advance(time.Second)
+	_, c := w.allowed(task) // reads claims-v42 after the watcher's observation
+	rec, err := w.k.ReportStateChange(w.ctx, claimsDB, claimKey, "claims-v41", observedEarly)
+	if err != nil || rec.StateChanged || len(rec.Revoked) != 0 {
+		t.Fatalf("stale report = %+v, %v; want it ignored", rec, err)
+	}
+	w.clock.Advance(time.Second)
+	rec, err = w.k.ReportStateChange(w.ctx, claimsDB, claimKey, version43, w.clock.Now())
+	if err != nil || !rec.StateChanged || len(rec.Revoked) != 1 || rec.Revoked[0] != c.GetCapabilityId() {
+		t.Fatalf("fresh report = %+v, %v; want the capability revoked", rec, err)
+	}
+}

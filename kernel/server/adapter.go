@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
@@ -88,7 +89,11 @@ func (s *Adapter) RecordReadback(ctx context.Context, req *kernelv1.RecordReadba
 // ReportStateChange notes a watched record's new state version; a change
 // revokes what depended on the old one.
 func (s *Adapter) ReportStateChange(ctx context.Context, req *kernelv1.ReportStateChangeRequest) (*kernelv1.ReportStateChangeResponse, error) {
-	r, err := s.K.ReportStateChange(ctx, req.GetSource(), req.GetRecordKey(), req.GetStateVersion())
+	var observed time.Time
+	if req.GetObservedAt() != nil {
+		observed = req.GetObservedAt().AsTime()
+	}
+	r, err := s.K.ReportStateChange(ctx, req.GetSource(), req.GetRecordKey(), req.GetStateVersion(), observed)
 	if err != nil {
 		return nil, Status(err)
 	}

@@ -16,6 +16,7 @@ import (
 	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -628,7 +629,11 @@ type ReportStateChangeRequest struct {
 	// Record key.
 	RecordKey string `protobuf:"bytes,2,opt,name=record_key,json=recordKey,proto3" json:"record_key,omitempty"`
 	// The state version observed now; empty when the record is gone.
-	StateVersion  string `protobuf:"bytes,3,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	StateVersion string `protobuf:"bytes,3,opt,name=state_version,json=stateVersion,proto3" json:"state_version,omitempty"`
+	// When the adapter started the read that observed it: a report older
+	// than a read the kernel has already recorded is stale and ignored, so a
+	// slow poll never moves the record's state back.
+	ObservedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=observed_at,json=observedAt,proto3" json:"observed_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -682,6 +687,13 @@ func (x *ReportStateChangeRequest) GetStateVersion() string {
 		return x.StateVersion
 	}
 	return ""
+}
+
+func (x *ReportStateChangeRequest) GetObservedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ObservedAt
+	}
+	return nil
 }
 
 // ReportStateChangeResponse reports what the change revoked.
@@ -890,7 +902,7 @@ var File_ambit_kernel_v1_adapter_proto protoreflect.FileDescriptor
 
 const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\n" +
-	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\"\x80\x02\n" +
+	"\x1dambit/kernel/v1/adapter.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1eambit/receipt/v1/receipt.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x02\n" +
 	"\x14AuthorizeReadRequest\x12#\n" +
 	"\atask_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n" +
@@ -941,14 +953,16 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\x16RecordReadbackResponse\x12:\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
-	"commitment\"\x98\x01\n" +
+	"commitment\"\xd5\x01\n" +
 	"\x18ReportStateChangeRequest\x12\"\n" +
 	"\x06source\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x06source\x12)\n" +
 	"\n" +
 	"record_key\x18\x02 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\trecordKey\x12-\n" +
-	"\rstate_version\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\fstateVersion\"v\n" +
+	"\rstate_version\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\fstateVersion\x12;\n" +
+	"\vobserved_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"observedAt\"v\n" +
 	"\x19ReportStateChangeResponse\x12#\n" +
 	"\rstate_changed\x18\x01 \x01(\bR\fstateChanged\x124\n" +
 	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\x17\n" +
@@ -1003,6 +1017,7 @@ var file_ambit_kernel_v1_adapter_proto_goTypes = []any{
 	(*v1.DerivedField)(nil),           // 16: ambit.contract.v1.DerivedField
 	(*v11.Envelope)(nil),              // 17: ambit.receipt.v1.Envelope
 	(*v12.Commitment)(nil),            // 18: ambit.agent.v1.Commitment
+	(*timestamppb.Timestamp)(nil),     // 19: google.protobuf.Timestamp
 }
 var file_ambit_kernel_v1_adapter_proto_depIdxs = []int32{
 	15, // 0: ambit.kernel.v1.AuthorizeReadResponse.provenance:type_name -> ambit.contract.v1.Provenance
@@ -1014,26 +1029,27 @@ var file_ambit_kernel_v1_adapter_proto_depIdxs = []int32{
 	18, // 6: ambit.kernel.v1.RecordEffectResponse.commitment:type_name -> ambit.agent.v1.Commitment
 	17, // 7: ambit.kernel.v1.RecordReadbackRequest.receipt:type_name -> ambit.receipt.v1.Envelope
 	18, // 8: ambit.kernel.v1.RecordReadbackResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	14, // 9: ambit.kernel.v1.WatchedRecordsResponse.records:type_name -> ambit.kernel.v1.WatchedRecord
-	0,  // 10: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
-	2,  // 11: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
-	4,  // 12: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
-	6,  // 13: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
-	8,  // 14: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
-	10, // 15: ambit.kernel.v1.AdapterService.ReportStateChange:input_type -> ambit.kernel.v1.ReportStateChangeRequest
-	12, // 16: ambit.kernel.v1.AdapterService.WatchedRecords:input_type -> ambit.kernel.v1.WatchedRecordsRequest
-	1,  // 17: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
-	3,  // 18: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
-	5,  // 19: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
-	7,  // 20: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
-	9,  // 21: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
-	11, // 22: ambit.kernel.v1.AdapterService.ReportStateChange:output_type -> ambit.kernel.v1.ReportStateChangeResponse
-	13, // 23: ambit.kernel.v1.AdapterService.WatchedRecords:output_type -> ambit.kernel.v1.WatchedRecordsResponse
-	17, // [17:24] is the sub-list for method output_type
-	10, // [10:17] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	19, // 9: ambit.kernel.v1.ReportStateChangeRequest.observed_at:type_name -> google.protobuf.Timestamp
+	14, // 10: ambit.kernel.v1.WatchedRecordsResponse.records:type_name -> ambit.kernel.v1.WatchedRecord
+	0,  // 11: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
+	2,  // 12: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
+	4,  // 13: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
+	6,  // 14: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
+	8,  // 15: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
+	10, // 16: ambit.kernel.v1.AdapterService.ReportStateChange:input_type -> ambit.kernel.v1.ReportStateChangeRequest
+	12, // 17: ambit.kernel.v1.AdapterService.WatchedRecords:input_type -> ambit.kernel.v1.WatchedRecordsRequest
+	1,  // 18: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
+	3,  // 19: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
+	5,  // 20: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
+	7,  // 21: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
+	9,  // 22: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
+	11, // 23: ambit.kernel.v1.AdapterService.ReportStateChange:output_type -> ambit.kernel.v1.ReportStateChangeResponse
+	13, // 24: ambit.kernel.v1.AdapterService.WatchedRecords:output_type -> ambit.kernel.v1.WatchedRecordsResponse
+	18, // [18:25] is the sub-list for method output_type
+	11, // [11:18] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_ambit_kernel_v1_adapter_proto_init() }

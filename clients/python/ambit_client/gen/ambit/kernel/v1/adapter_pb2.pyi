@@ -2,6 +2,7 @@ from ambit.agent.v1 import agent_pb2 as _agent_pb2
 from ambit.contract.v1 import contract_pb2 as _contract_pb2
 from ambit.receipt.v1 import receipt_pb2 as _receipt_pb2
 from buf.validate import validate_pb2 as _validate_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -98,14 +99,16 @@ class RedeemCapabilityResponse(_message.Message):
     def __init__(self, first: bool = ..., commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ...) -> None: ...
 
 class ReportStateChangeRequest(_message.Message):
-    __slots__ = ["record_key", "source", "state_version"]
+    __slots__ = ["observed_at", "record_key", "source", "state_version"]
+    OBSERVED_AT_FIELD_NUMBER: _ClassVar[int]
     RECORD_KEY_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     STATE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    observed_at: _timestamp_pb2.Timestamp
     record_key: str
     source: str
     state_version: str
-    def __init__(self, source: _Optional[str] = ..., record_key: _Optional[str] = ..., state_version: _Optional[str] = ...) -> None: ...
+    def __init__(self, source: _Optional[str] = ..., record_key: _Optional[str] = ..., state_version: _Optional[str] = ..., observed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ReportStateChangeResponse(_message.Message):
     __slots__ = ["revoked_capability_ids", "state_changed"]
