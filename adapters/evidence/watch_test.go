@@ -124,7 +124,13 @@ func TestWatchReportsStateChanges(t *testing.T) {
 	slices.SortFunc(reports, func(a, b *kernelv1.ReportStateChangeRequest) int {
 		return strings.Compare(a.GetSource()+"/"+a.GetRecordKey(), b.GetSource()+"/"+b.GetRecordKey())
 	})
-	if diff := cmp.Diff(want, reports, protocmp.Transform()); diff != "" {
+	for _, r := range reports {
+		if r.GetObservedAt() == nil {
+			t.Errorf("report of %s/%s says not when it was observed", r.GetSource(), r.GetRecordKey())
+		}
+	}
+	if diff := cmp.Diff(want, reports, protocmp.Transform(),
+		protocmp.IgnoreFields(&kernelv1.ReportStateChangeRequest{}, "observed_at")); diff != "" {
 		t.Errorf("reports (-want +got):\n%s", diff)
 	}
 }
