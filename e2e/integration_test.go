@@ -455,3 +455,35 @@ func TestReadbackMismatchFailsCommitment(t *testing.T) {
 		t.Errorf("self-view of policy_thresholds: %v, want PermissionDenied", err)
 	}
 }
+
+// TestReceiptsNameTheirLeaf: every answer that carries a signed receipt
+// names the leaf of the kernel's log that holds exactly that envelope.
+func TestReceiptsNameTheirLeaf(t *testing.T) {
+	st := startStack(t, devstack.Options{}, demo.ExpenseRefund)
+	ctx := testCtx(t)
+	d, r := allowed(t, st, "task-leaf")
+	eff, err := st.Agent.Execute(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := st.Agent.Verify(ctx, d, eff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind  string
+		index uint64
+		env   *receiptv1.Envelope
+	}{{"evidence", r.LogIndex, r.Signed}, {"decision", d.GetLogIndex(), d.GetDecisionReceipt()},
+		{"effect", eff.GetLogIndex(), eff.GetSignedReceipt()}, {"readback", rb.GetLogIndex(), rb.GetSignedReceipt()}} {
+		resp, err := st.Gov.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: int64(tc.index), Limit: 1})
+		if err != nil || len(resp.GetEntries()) != 1 {
+			t.Fatalf("%s leaf %d: %v", tc.kind, tc.index, err)
+		}
+		e := resp.GetEntries()[0]
+		body, _ := proto.Marshal(tc.env)
+		if e.GetKind() != tc.kind || !bytes.Equal(e.GetBody(), body) {
+			t.Errorf("%s names leaf %d, which holds a %s", tc.kind, tc.index, e.GetKind())
+		}
+	}
+}

@@ -359,7 +359,8 @@ func (c *Core) sign(a *attempt, effectID, ref string) (*receiptv1.Envelope, erro
 
 // answer has the kernel log a Done key's receipt and returns it.
 func (c *Core) answer(ctx context.Context, a *attempt, entry Entry, repeated, first bool) (*actionv1.ExecuteResponse, error) {
-	if err := c.record(ctx, entry); err != nil {
+	index, err := c.record(ctx, entry)
+	if err != nil {
 		a.log.Warn("effect committed but not recorded", zap.String("receipt_id", entry.EffectID), zap.Error(err))
 		return nil, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
@@ -374,7 +375,7 @@ func (c *Core) answer(ctx context.Context, a *attempt, entry Entry, repeated, fi
 		zap.Bool("repeated", repeated),
 		zap.Bool("first_redemption", first),
 	)
-	return &actionv1.ExecuteResponse{Receipt: &receipt, SignedReceipt: entry.Receipt, Repeated: repeated}, nil
+	return &actionv1.ExecuteResponse{Receipt: &receipt, SignedReceipt: entry.Receipt, Repeated: repeated, LogIndex: index}, nil
 }
 
 // checkState refuses a call whose record is no longer at the state
@@ -420,15 +421,17 @@ func (c *Core) redeem(ctx context.Context, a *attempt) (first bool, err error) {
 }
 
 // record has the kernel log a Done key's receipt (idempotent at the
-// kernel) and notes it in the key table.
-func (c *Core) record(ctx context.Context, e Entry) error {
+// kernel), notes it in the key table and returns the receipt's leaf index
+// in the kernel's log.
+func (c *Core) record(ctx context.Context, e Entry) (uint64, error) {
 	// The effect has happened: finish logging it even if the caller has
 	// gone.
 	ctx = context.WithoutCancel(ctx)
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
-	if _, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: e.Receipt}); err != nil {
-		return fmt.Errorf("record effect %s: %w", e.EffectID, err)
+	resp, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: e.Receipt})
+	if err != nil {
+		return 0, fmt.Errorf("record effect %s: %w", e.EffectID, err)
 	}
 	if !e.Recorded {
 		// The kernel has the receipt; failing to note that only means the
@@ -437,7 +440,7 @@ func (c *Core) record(ctx context.Context, e Entry) error {
 			c.d.Log.Warn("mark effect recorded", zap.String("receipt_id", e.EffectID), zap.Error(err))
 		}
 	}
-	return nil
+	return resp.GetLogIndex(), nil
 }
 
 // keyLocks serialises the executions of one idempotency key in this

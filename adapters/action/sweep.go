@@ -25,7 +25,7 @@ func (c *Core) Sweep(ctx context.Context) int {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := c.record(ctx, e); err != nil {
+		if _, err := c.record(ctx, e); err != nil {
 			c.d.Log.Warn("sweep: effect not recorded", zap.String("receipt_id", e.EffectID),
 				zap.String("idempotency_key", e.Key), zap.Error(err))
 			continue

@@ -168,7 +168,7 @@ func (c *Core) read(ctx context.Context, caller string, req *evidencev1.ReadRequ
 		zap.Bool("state_changed", recorded.GetStateChanged()),
 		zap.Strings("revoked_capability_ids", recorded.GetRevokedCapabilityIds()),
 	)
-	return &evidencev1.ReadResponse{Values: values, Receipt: receipt, SignedReceipt: env}, nil
+	return &evidencev1.ReadResponse{Values: values, Receipt: receipt, SignedReceipt: env, LogIndex: recorded.GetLogIndex()}, nil
 }
 
 // plan sorts the requested fields into raw, derived and quarantined ones.

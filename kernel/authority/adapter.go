@@ -126,6 +126,8 @@ func (k *Kernel) checkRead(b *bound, r Read) (*ReadGrant, error) {
 type Recorded struct {
 	StateChanged bool
 	Revoked      []string
+	// LogIndex is the receipt's leaf index in the log.
+	LogIndex uint64
 }
 
 // RecordEvidence logs a signed evidence receipt before the adapter releases
@@ -171,11 +173,14 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 			return refuse(ErrExists, "RECEIPT_CONFLICT", "%v", err)
 		}
 		if !inserted {
-			return nil // a retry of a recorded receipt
+			out.LogIndex, err = tx.LogIndex("evidence", r.GetReceiptId())
+			return err // a retry of a recorded receipt
 		}
-		if err := k.appendEnvelope(tx, now, "evidence", r.GetReceiptId(), env); err != nil {
+		index, err := k.appendEnvelope(tx, now, "evidence", r.GetReceiptId(), env)
+		if err != nil {
 			return err
 		}
+		out.LogIndex = index
 		newer, err := tx.NewerRead(r.GetSource(), r.GetRecordKey(), r.GetReadAt().AsTime())
 		if err != nil || newer {
 			return err // a late receipt never moves the record's state back
@@ -183,6 +188,7 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if out, err = k.noteVersion(tx, r.GetSource(), r.GetRecordKey(), r.GetStateVersion(), now); err != nil {
 			return err
 		}
+		out.LogIndex = index
 		if v := grant.GetBoundStateVersion(); v != "" && r.GetStateVersion() != v {
 			// The change is recorded (and has revoked what it must); the
 			// stale task gets nothing from this read.
@@ -429,12 +435,13 @@ func splitRecord(r string) (string, string) {
 
 // RecordEffect logs a signed effect receipt from the action adapter that
 // redeemed the capability. Recording the same receipt again is a no-op.
-func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, error) {
+func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, uint64, error) {
 	var r receiptv1.EffectReceipt
 	if err := k.act.Open(env, caller, &r); err != nil {
-		return nil, refuse(ErrInvalid, "RECEIPT_INVALID", "effect receipt: %v", err)
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "effect receipt: %v", err)
 	}
 	var out *agentv1.Commitment
+	var index uint64
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
@@ -452,13 +459,16 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 			if row.EffectReceiptID != r.GetReceiptId() {
 				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s already has effect %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
 			}
+			if index, err = tx.LogIndex("effect", r.GetReceiptId()); err != nil {
+				return err
+			}
 		case capability.Move:
 			row.Status = step.To
 			row.EffectReceiptID = r.GetReceiptId()
 			if err := tx.UpdateCapability(row); err != nil {
 				return err
 			}
-			if err := k.appendEnvelope(tx, now, "effect", r.GetReceiptId(), env); err != nil {
+			if index, err = k.appendEnvelope(tx, now, "effect", r.GetReceiptId(), env); err != nil {
 				return err
 			}
 		}
@@ -466,11 +476,11 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	k.log.Info("effect", zap.String("receipt", r.GetReceiptId()), zap.String("capability", r.GetCapabilityId()),
 		zap.String("task", r.GetTaskId()), zap.String("record_ref", r.GetRecordRef()))
-	return out, nil
+	return out, index, nil
 }
 
 // sameCall reports whether call is exactly the one a capability binds.
@@ -481,19 +491,20 @@ func sameCall(row store.Capability, call *contractv1.ToolCall) bool {
 
 // RecordReadback logs a signed readback receipt and closes the commitment
 // when verified, or marks it failed.
-func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, error) {
+func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, uint64, error) {
 	var r receiptv1.ReadbackReceipt
 	if err := k.ver.Open(env, caller, &r); err != nil {
-		return nil, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt: %v", err)
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt: %v", err)
 	}
 	ev := map[receiptv1.ReadbackStatus]capability.Event{
 		receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED: capability.Verify,
 		receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH: capability.Mismatch,
 	}[r.GetStatus()]
 	if ev == 0 {
-		return nil, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt %s has no status", r.GetReceiptId())
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "readback receipt %s has no status", r.GetReceiptId())
 	}
 	var out *agentv1.Commitment
+	var index uint64
 	err := k.store.Update(ctx, func(tx *store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
@@ -509,7 +520,8 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 		}
 		if row.ReadbackReceiptID == r.GetReceiptId() {
 			out = commitment(row, now) // the same readback again
-			return nil
+			index, err = tx.LogIndex("readback", r.GetReceiptId())
+			return err
 		}
 		if r.GetEffectReceiptId() != row.EffectReceiptID {
 			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "readback %s checks effect %s, but the recorded effect is %s", r.GetReceiptId(), r.GetEffectReceiptId(), row.EffectReceiptID)
@@ -523,18 +535,18 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 		if err := tx.UpdateCapability(row); err != nil {
 			return err
 		}
-		if err := k.appendEnvelope(tx, now, "readback", r.GetReceiptId(), env); err != nil {
+		if index, err = k.appendEnvelope(tx, now, "readback", r.GetReceiptId(), env); err != nil {
 			return err
 		}
 		out = commitment(row, now)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	k.log.Info("readback", zap.String("receipt", r.GetReceiptId()), zap.String("capability", r.GetCapabilityId()),
 		zap.String("task", r.GetTaskId()), zap.String("status", r.GetStatus().String()), zap.Strings("findings", r.GetFindings()))
-	return out, nil
+	return out, index, nil
 }
 
 // commitment is a capability's commitment as it stands at now.

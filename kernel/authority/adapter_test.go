@@ -259,14 +259,14 @@ func TestRedeem(t *testing.T) {
 		t.Fatalf("second Redeem = %+v, %v; want a retry", again, err)
 	}
 
-	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
+	if _, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Fatalf("RecordEffect: %v", err)
 	}
 	// Still open: a retry is allowed.
 	if r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
 		t.Fatalf("Redeem after effect = %+v, %v; want a retry", r, err)
 	}
-	if _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
+	if _, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
 		t.Fatalf("RecordReadback: %v", err)
 	}
 	_, err = w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
@@ -318,7 +318,7 @@ func TestRecordEffect(t *testing.T) {
 	d, c := w.allowed(task)
 
 	// Before redemption.
-	_, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1"))
+	_, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1"))
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_NOT_REDEEMED")
 	w.redeemed(d.GetCapability(), c)
 
@@ -339,13 +339,13 @@ func TestRecordEffect(t *testing.T) {
 		{"unknown capability", actionID, unknownCap, authority.ErrNotFound, "CAPABILITY_UNKNOWN"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := w.k.RecordEffect(w.ctx, tt.caller, tt.env)
+			_, _, err := w.k.RecordEffect(w.ctx, tt.caller, tt.env)
 			wantRefusal(t, err, tt.kind, tt.reason)
 		})
 	}
 
 	eff := w.effect(c, "eff-1")
-	got, err := w.k.RecordEffect(w.ctx, actionID, eff)
+	got, _, err := w.k.RecordEffect(w.ctx, actionID, eff)
 	if err != nil {
 		t.Fatalf("RecordEffect: %v", err)
 	}
@@ -353,13 +353,13 @@ func TestRecordEffect(t *testing.T) {
 		t.Errorf("commitment = %v, want EFFECTED by eff-1", got)
 	}
 	before := len(w.entries())
-	if _, err := w.k.RecordEffect(w.ctx, actionID, eff); err != nil {
+	if _, _, err := w.k.RecordEffect(w.ctx, actionID, eff); err != nil {
 		t.Errorf("recording the same effect again: %v", err)
 	}
 	if after := len(w.entries()); after != before {
 		t.Errorf("recording the same effect again journaled %d entries", after-before)
 	}
-	_, err = w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-2"))
+	_, _, err = w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-2"))
 	wantRefusal(t, err, authority.ErrExists, "EFFECT_CONFLICT")
 }
 
@@ -375,7 +375,7 @@ func TestRecordEffectOtherAction(t *testing.T) {
 		ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: c.GetIdempotencyKey(),
 		Call: refund(9999, "employee-9"), Destination: "other_customer", Issuer: actionID,
 	})
-	_, err := w.k.RecordEffect(w.ctx, actionID, env)
+	_, _, err := w.k.RecordEffect(w.ctx, actionID, env)
 	wantRefusal(t, err, authority.ErrInvalid, "RECEIPT_MISMATCH")
 }
 
@@ -396,9 +396,9 @@ func TestRecordReadback(t *testing.T) {
 			w.redeemed(d.GetCapability(), c)
 
 			// Before the effect.
-			_, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", tt.status))
+			_, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", tt.status))
 			wantRefusal(t, err, authority.ErrStale, "COMMITMENT_NOT_EFFECTED")
-			if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
+			if _, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range []struct {
@@ -412,11 +412,11 @@ func TestRecordReadback(t *testing.T) {
 				{"signed by the action adapter", verifierID, w.sign(w.action, &receiptv1.ReadbackReceipt{ReceiptId: "rb-1", CapabilityId: c.GetCapabilityId(), Status: tt.status}), authority.ErrInvalid, "RECEIPT_INVALID"},
 				{"other effect", verifierID, w.readback(c, "rb-1", "eff-9", tt.status), authority.ErrInvalid, "RECEIPT_MISMATCH"},
 			} {
-				_, err := w.k.RecordReadback(w.ctx, r.caller, r.env)
+				_, _, err := w.k.RecordReadback(w.ctx, r.caller, r.env)
 				wantRefusal(t, err, r.kind, r.reason)
 			}
 
-			got, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", tt.status, "payments ledger: amount GBP 17.04"))
+			got, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", tt.status, "payments ledger: amount GBP 17.04"))
 			if err != nil {
 				t.Fatalf("RecordReadback: %v", err)
 			}

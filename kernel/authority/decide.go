@@ -267,7 +267,7 @@ func (k *Kernel) persist(tx *store.Tx, p *Proposal, call *toolcall.Call, g *gath
 		return nil, err
 	}
 	out.DecisionReceipt = env
-	if err := k.appendEnvelope(tx, now, "decision", out.DecisionId, env); err != nil {
+	if out.LogIndex, err = k.appendEnvelope(tx, now, "decision", out.DecisionId, env); err != nil {
 		return nil, err
 	}
 	if p.RequestID != "" {
@@ -290,13 +290,17 @@ func receipts(cs []cited) []*receiptv1.EvidenceReceipt {
 	return out
 }
 
-func (k *Kernel) appendEnvelope(tx *store.Tx, at time.Time, kind, ref string, env *receiptv1.Envelope) error {
+// appendEnvelope journals a signed receipt and returns its leaf index.
+func (k *Kernel) appendEnvelope(tx *store.Tx, at time.Time, kind, ref string, env *receiptv1.Envelope) (uint64, error) {
 	body, err := proto.Marshal(env)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = tx.Append(at, kind, ref, body)
-	return err
+	e, err := tx.Append(at, kind, ref, body)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(e.Seq - 1), nil
 }
 
 // openEvidence accepts a cited receipt only if the kernel recorded exactly
@@ -409,7 +413,7 @@ func (k *Kernel) issue(tx *store.Tx, g *gathered, p *Proposal, call *toolcall.Ca
 	if err := tx.InsertCapability(row); err != nil {
 		return nil, store.Capability{}, err
 	}
-	if err := k.appendEnvelope(tx, now, "capability", row.CapabilityID, env); err != nil {
+	if _, err := k.appendEnvelope(tx, now, "capability", row.CapabilityID, env); err != nil {
 		return nil, store.Capability{}, err
 	}
 	return env, row, nil

@@ -1,6 +1,7 @@
 package authority_test
 
 import (
+	"bytes"
 	"database/sql"
 	"slices"
 	"testing"
@@ -32,10 +33,10 @@ func TestJournalRecordsEverything(t *testing.T) {
 	}
 	c := w.openCapability(allow.GetCapability())
 	w.redeemed(allow.GetCapability(), c)
-	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
+	if _, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
+	if _, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
 		t.Fatal(err)
 	}
 	brq, err := w.k.BoundaryChange(w.ctx, agentName, task, "raise the limit")
@@ -164,5 +165,51 @@ func TestRevokeStaysInItsTask(t *testing.T) {
 	}
 	if list[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED {
 		t.Errorf("mail-a commitment = %v, want AUTHORISED", list[0])
+	}
+}
+
+// TestReceiptsNameTheirLogIndex: every recorded receipt's answer names the
+// leaf it sits at, also when the same receipt is recorded again.
+func TestReceiptsNameTheirLogIndex(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	r := w.evidenceReceipt(task)
+	env := w.sign(w.evidence, r)
+	rec, err := w.k.RecordEvidence(w.ctx, evidenceID, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.k.RecordEvidence(w.ctx, evidenceID, env)
+	if err != nil || again.LogIndex != rec.LogIndex {
+		t.Fatalf("recorded again at %d (%v), first at %d", again.LogIndex, err, rec.LogIndex)
+	}
+	d := w.submit(proposal(task, refund(1740, subject), env))
+	c := w.openCapability(d.GetCapability())
+	w.redeemed(d.GetCapability(), c)
+	eff := w.effect(c, "eff-1")
+	_, effIndex, err := w.k.RecordEffect(w.ctx, actionID, eff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, effAgain, err := w.k.RecordEffect(w.ctx, actionID, eff)
+	if err != nil || effAgain != effIndex {
+		t.Fatalf("effect recorded again at %d (%v), first at %d", effAgain, err, effIndex)
+	}
+	rb := w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)
+	_, rbIndex, err := w.k.RecordReadback(w.ctx, verifierID, rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := w.entries()
+	for _, tc := range []struct {
+		kind  string
+		index uint64
+		env   *receiptv1.Envelope
+	}{{"evidence", rec.LogIndex, env}, {"decision", d.GetLogIndex(), d.GetDecisionReceipt()}, {"effect", effIndex, eff}, {"readback", rbIndex, rb}} {
+		e := entries[tc.index]
+		body, _ := proto.Marshal(tc.env)
+		if e.Kind != tc.kind || !bytes.Equal(e.Body, body) {
+			t.Errorf("%s names leaf %d, which holds a %s", tc.kind, tc.index, e.Kind)
+		}
 	}
 }

@@ -41,25 +41,25 @@ func TestReadbackVerdicts(t *testing.T) {
 	w.canonicalTask(task)
 	d, c := w.allowed(task)
 	w.redeemed(d.GetCapability(), c)
-	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
+	if _, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Fatal(err)
 	}
 	ok := w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)
-	if _, err := w.k.RecordReadback(w.ctx, verifierID, ok); err != nil {
+	if _, _, err := w.k.RecordReadback(w.ctx, verifierID, ok); err != nil {
 		t.Fatal(err)
 	}
 	before := len(w.entries())
-	if got, err := w.k.RecordReadback(w.ctx, verifierID, ok); err != nil || got.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED {
+	if got, _, err := w.k.RecordReadback(w.ctx, verifierID, ok); err != nil || got.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_VERIFIED {
 		t.Errorf("same readback again = %v, %v", got, err)
 	}
 	if after := len(w.entries()); after != before {
 		t.Errorf("the same readback journaled %d entries", after-before)
 	}
 	// An effect recorded after the readback is still the same effect.
-	if _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
+	if _, _, err := w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1")); err != nil {
 		t.Errorf("RecordEffect after readback: %v", err)
 	}
-	got, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-2", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH, "payment reversed"))
+	got, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-2", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_MISMATCH, "payment reversed"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func (s *Adapter) RecordEvidence(ctx context.Context, req *kernelv1.RecordEviden
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.RecordEvidenceResponse{StateChanged: r.StateChanged, RevokedCapabilityIds: r.Revoked}, nil
+	return &kernelv1.RecordEvidenceResponse{StateChanged: r.StateChanged, RevokedCapabilityIds: r.Revoked, LogIndex: r.LogIndex}, nil
 }
 
 // RedeemCapability redeems a capability once.
@@ -66,11 +66,11 @@ func (s *Adapter) RecordEffect(ctx context.Context, req *kernelv1.RecordEffectRe
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.K.RecordEffect(ctx, who, req.GetReceipt())
+	c, index, err := s.K.RecordEffect(ctx, who, req.GetReceipt())
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.RecordEffectResponse{Commitment: c}, nil
+	return &kernelv1.RecordEffectResponse{Commitment: c, LogIndex: index}, nil
 }
 
 // RecordReadback logs a readback receipt signed by the calling verifier.
@@ -79,11 +79,11 @@ func (s *Adapter) RecordReadback(ctx context.Context, req *kernelv1.RecordReadba
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.K.RecordReadback(ctx, who, req.GetReceipt())
+	c, index, err := s.K.RecordReadback(ctx, who, req.GetReceipt())
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.RecordReadbackResponse{Commitment: c}, nil
+	return &kernelv1.RecordReadbackResponse{Commitment: c, LogIndex: index}, nil
 }
 
 // ReportStateChange notes a watched record's new state version; a change

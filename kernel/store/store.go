@@ -539,6 +539,19 @@ func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry,
 	return journal.Insert(t.ctx, t, t.s.frontier, at, kind, ref, body)
 }
 
+// LogIndex is the leaf index of the journal entry of kind with ref: where
+// a receipt recorded earlier sits in the log.
+func (t *Tx) LogIndex(kind, ref string) (uint64, error) {
+	es, err := journal.ReadRef(t.ctx, t, ref, kind)
+	if err != nil {
+		return 0, err
+	}
+	if len(es) == 0 {
+		return 0, fmt.Errorf("journal entry %s %q: %w", kind, ref, ErrNotFound)
+	}
+	return uint64(es[0].Seq - 1), nil
+}
+
 // Head is the journal's tree head as this transaction sees it.
 func (t *Tx) Head() (journal.TreeHead, error) {
 	if t.write && t.s.frontierErr == nil {

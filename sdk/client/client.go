@@ -58,6 +58,8 @@ type Evidence struct {
 	// Receipt is the decoded receipt; Signed is the proof to cite.
 	Receipt *receiptv1.EvidenceReceipt
 	Signed  *receiptv1.Envelope
+	// LogIndex is the receipt's leaf in the kernel's Merkle log.
+	LogIndex uint64
 }
 
 // Read asks the evidence adapter for fields of one record, for a task and
@@ -68,7 +70,7 @@ func (a *Agent) Read(ctx context.Context, task, purpose, source, key string, fie
 	if err != nil {
 		return nil, err
 	}
-	return &Evidence{Values: resp.GetValues().AsMap(), Receipt: resp.GetReceipt(), Signed: resp.GetSignedReceipt()}, nil
+	return &Evidence{Values: resp.GetValues().AsMap(), Receipt: resp.GetReceipt(), Signed: resp.GetSignedReceipt(), LogIndex: resp.GetLogIndex()}, nil
 }
 
 // Proposal is one call to propose.

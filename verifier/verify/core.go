@@ -162,7 +162,8 @@ func (c *Core) verify(ctx context.Context, req *verifierv1.VerifyRequest, log *z
 	}
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
-	if _, err := c.d.Kernel.RecordReadback(kctx, &kernelv1.RecordReadbackRequest{Receipt: env}); err != nil {
+	recorded, err := c.d.Kernel.RecordReadback(kctx, &kernelv1.RecordReadbackRequest{Receipt: env})
+	if err != nil {
 		return nil, upstream.Classify(ctx, err, ErrNotRecorded)
 	}
 	// Findings are check codes and the causes expression errors: neither
@@ -179,7 +180,7 @@ func (c *Core) verify(ctx context.Context, req *verifierv1.VerifyRequest, log *z
 		zap.Strings("findings", findings),
 		zap.Errors("unevaluable", causes),
 	)
-	return &verifierv1.VerifyResponse{Receipt: receipt, SignedReceipt: env}, nil
+	return &verifierv1.VerifyResponse{Receipt: receipt, SignedReceipt: env, LogIndex: recorded.GetLogIndex()}, nil
 }
 
 // belong checks that an effect receipt reports the capability's effect:

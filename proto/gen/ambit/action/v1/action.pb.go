@@ -89,7 +89,10 @@ type ExecuteResponse struct {
 	// The signed effect receipt.
 	SignedReceipt *v1.Envelope `protobuf:"bytes,2,opt,name=signed_receipt,json=signedReceipt,proto3" json:"signed_receipt,omitempty"`
 	// True when this answer repeats an earlier effect's receipt.
-	Repeated      bool `protobuf:"varint,3,opt,name=repeated,proto3" json:"repeated,omitempty"`
+	Repeated bool `protobuf:"varint,3,opt,name=repeated,proto3" json:"repeated,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,4,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,6 +148,13 @@ func (x *ExecuteResponse) GetRepeated() bool {
 	return false
 }
 
+func (x *ExecuteResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
+}
+
 var File_ambit_action_v1_action_proto protoreflect.FileDescriptor
 
 const file_ambit_action_v1_action_proto_rawDesc = "" +
@@ -155,11 +165,12 @@ const file_ambit_action_v1_action_proto_rawDesc = "" +
 	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
 	"capability\x123\n" +
 	"\x0fidempotency_key\x18\x03 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKeyJ\x04\b\x02\x10\x03R\x06action\"\xab\x01\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x0eidempotencyKeyJ\x04\b\x02\x10\x03R\x06action\"\xc8\x01\n" +
 	"\x0fExecuteResponse\x129\n" +
 	"\areceipt\x18\x01 \x01(\v2\x1f.ambit.receipt.v1.EffectReceiptR\areceipt\x12A\n" +
 	"\x0esigned_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1a\n" +
-	"\brepeated\x18\x03 \x01(\bR\brepeated2]\n" +
+	"\brepeated\x18\x03 \x01(\bR\brepeated\x12\x1b\n" +
+	"\tlog_index\x18\x04 \x01(\x04R\blogIndex2]\n" +
 	"\rActionService\x12L\n" +
 	"\aExecute\x12\x1f.ambit.action.v1.ExecuteRequest\x1a .ambit.action.v1.ExecuteResponseB\xc1\x01\n" +
 	"\x13com.ambit.action.v1B\vActionProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/action/v1;actionv1\xa2\x02\x03AAX\xaa\x02\x0fAmbit.Action.V1\xca\x02\x0fAmbit\\Action\\V1\xe2\x02\x1bAmbit\\Action\\V1\\GPBMetadata\xea\x02\x11Ambit::Action::V1b\x06proto3"

@@ -214,7 +214,10 @@ type SubmitProposalResponse struct {
 	// On ALLOW: when the capability expires, in the clear.
 	CapabilityExpiresAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=capability_expires_at,json=capabilityExpiresAt,proto3" json:"capability_expires_at,omitempty"`
 	// True when this answers a repeat of an earlier request_id.
-	Repeated      bool `protobuf:"varint,8,opt,name=repeated,proto3" json:"repeated,omitempty"`
+	Repeated bool `protobuf:"varint,8,opt,name=repeated,proto3" json:"repeated,omitempty"`
+	// The decision receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,9,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -303,6 +306,13 @@ func (x *SubmitProposalResponse) GetRepeated() bool {
 		return x.Repeated
 	}
 	return false
+}
+
+func (x *SubmitProposalResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
 }
 
 // GetSelfViewRequest names the self-facts wanted.
@@ -841,7 +851,7 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"approvalId\x127\n" +
 	"\x04call\x18\x06 \x01(\v2\x1b.ambit.contract.v1.ToolCallB\x06\xbaH\x03\xc8\x01\x01R\x04call\x12'\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\trequestIdJ\x04\b\x03\x10\x04R\x06action\"\xab\x03\n" +
+	"request_id\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\trequestIdJ\x04\b\x03\x10\x04R\x06action\"\xc8\x03\n" +
 	"\x16SubmitProposalResponse\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x127\n" +
@@ -854,7 +864,8 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"approvalId\x12'\n" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\x12N\n" +
 	"\x15capability_expires_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x13capabilityExpiresAt\x12\x1a\n" +
-	"\brepeated\x18\b \x01(\bR\brepeated\"_\n" +
+	"\brepeated\x18\b \x01(\bR\brepeated\x12\x1b\n" +
+	"\tlog_index\x18\t \x01(\x04R\blogIndex\"_\n" +
 	"\x12GetSelfViewRequest\x12#\n" +
 	"\atask_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12$\n" +

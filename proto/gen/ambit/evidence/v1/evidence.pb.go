@@ -119,6 +119,9 @@ type ReadResponse struct {
 	Receipt *v1.EvidenceReceipt `protobuf:"bytes,2,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	// The signed evidence receipt, to cite in proposals.
 	SignedReceipt *v1.Envelope `protobuf:"bytes,3,opt,name=signed_receipt,json=signedReceipt,proto3" json:"signed_receipt,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,5,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -174,6 +177,13 @@ func (x *ReadResponse) GetSignedReceipt() *v1.Envelope {
 	return nil
 }
 
+func (x *ReadResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
+}
+
 var File_ambit_evidence_v1_evidence_proto protoreflect.FileDescriptor
 
 const file_ambit_evidence_v1_evidence_proto_rawDesc = "" +
@@ -189,11 +199,12 @@ const file_ambit_evidence_v1_evidence_proto_rawDesc = "" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n" +
 	"\x06fields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\b\x01\x10\x80\x02\"\ar\x05\x10\x01\x18\x80\x01R\x06fields\x12$\n" +
 	"\apurpose\x18\x05 \x01(\tB\n" +
-	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\apurpose\"\xd2\x01\n" +
+	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\apurpose\"\xef\x01\n" +
 	"\fReadResponse\x12/\n" +
 	"\x06values\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06values\x12;\n" +
 	"\areceipt\x18\x02 \x01(\v2!.ambit.receipt.v1.EvidenceReceiptR\areceipt\x12A\n" +
-	"\x0esigned_receipt\x18\x03 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceiptJ\x04\b\x01\x10\x02R\vvalues_text2Z\n" +
+	"\x0esigned_receipt\x18\x03 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1b\n" +
+	"\tlog_index\x18\x05 \x01(\x04R\blogIndexJ\x04\b\x01\x10\x02R\vvalues_text2Z\n" +
 	"\x0fEvidenceService\x12G\n" +
 	"\x04Read\x12\x1e.ambit.evidence.v1.ReadRequest\x1a\x1f.ambit.evidence.v1.ReadResponseB\xd1\x01\n" +
 	"\x15com.ambit.evidence.v1B\rEvidenceProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1;evidencev1\xa2\x02\x03AEX\xaa\x02\x11Ambit.Evidence.V1\xca\x02\x11Ambit\\Evidence\\V1\xe2\x02\x1dAmbit\\Evidence\\V1\\GPBMetadata\xea\x02\x13Ambit::Evidence::V1b\x06proto3"

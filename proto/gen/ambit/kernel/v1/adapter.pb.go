@@ -268,8 +268,11 @@ type RecordEvidenceResponse struct {
 	StateChanged bool `protobuf:"varint,1,opt,name=state_changed,json=stateChanged,proto3" json:"state_changed,omitempty"`
 	// Capabilities revoked because of it.
 	RevokedCapabilityIds []string `protobuf:"bytes,2,rep,name=revoked_capability_ids,json=revokedCapabilityIds,proto3" json:"revoked_capability_ids,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,3,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordEvidenceResponse) Reset() {
@@ -314,6 +317,13 @@ func (x *RecordEvidenceResponse) GetRevokedCapabilityIds() []string {
 		return x.RevokedCapabilityIds
 	}
 	return nil
+}
+
+func (x *RecordEvidenceResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
 }
 
 // RedeemCapabilityRequest presents a capability for its effect: exactly
@@ -487,7 +497,10 @@ func (x *RecordEffectRequest) GetReceipt() *v11.Envelope {
 type RecordEffectResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The commitment as it stands.
-	Commitment    *v12.Commitment `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	Commitment *v12.Commitment `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,2,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -527,6 +540,13 @@ func (x *RecordEffectResponse) GetCommitment() *v12.Commitment {
 		return x.Commitment
 	}
 	return nil
+}
+
+func (x *RecordEffectResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
 }
 
 // RecordReadbackRequest carries a signed readback receipt.
@@ -579,7 +599,10 @@ func (x *RecordReadbackRequest) GetReceipt() *v11.Envelope {
 type RecordReadbackResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The commitment as it stands.
-	Commitment    *v12.Commitment `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	Commitment *v12.Commitment `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,2,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -619,6 +642,13 @@ func (x *RecordReadbackResponse) GetCommitment() *v12.Commitment {
 		return x.Commitment
 	}
 	return nil
+}
+
+func (x *RecordReadbackResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
 }
 
 // ReportStateChangeRequest names a record and the state version observed.
@@ -926,10 +956,11 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\rconfine_value\x18\x05 \x01(\tR\fconfineValue\x12.\n" +
 	"\x13bound_state_version\x18\x06 \x01(\tR\x11boundStateVersion\"M\n" +
 	"\x15RecordEvidenceRequest\x124\n" +
-	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"s\n" +
+	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"\x90\x01\n" +
 	"\x16RecordEvidenceResponse\x12#\n" +
 	"\rstate_changed\x18\x01 \x01(\bR\fstateChanged\x124\n" +
-	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\xc2\x01\n" +
+	"\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\x12\x1b\n" +
+	"\tlog_index\x18\x03 \x01(\x04R\blogIndex\"\xc2\x01\n" +
 	"\x17RedeemCapabilityRequest\x12B\n" +
 	"\n" +
 	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
@@ -943,17 +974,19 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"commitment\x18\x02 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
 	"commitment\"K\n" +
 	"\x13RecordEffectRequest\x124\n" +
-	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"R\n" +
+	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"o\n" +
 	"\x14RecordEffectResponse\x12:\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
-	"commitment\"M\n" +
+	"commitment\x12\x1b\n" +
+	"\tlog_index\x18\x02 \x01(\x04R\blogIndex\"M\n" +
 	"\x15RecordReadbackRequest\x124\n" +
-	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"T\n" +
+	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"q\n" +
 	"\x16RecordReadbackResponse\x12:\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
-	"commitment\"\xd5\x01\n" +
+	"commitment\x12\x1b\n" +
+	"\tlog_index\x18\x02 \x01(\x04R\blogIndex\"\xd5\x01\n" +
 	"\x18ReportStateChangeRequest\x12\"\n" +
 	"\x06source\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\x06source\x12)\n" +

@@ -88,6 +88,9 @@ type VerifyResponse struct {
 	Receipt *v1.ReadbackReceipt `protobuf:"bytes,1,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	// The signed readback receipt.
 	SignedReceipt *v1.Envelope `protobuf:"bytes,2,opt,name=signed_receipt,json=signedReceipt,proto3" json:"signed_receipt,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log: with a
+	// checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+	LogIndex      uint64 `protobuf:"varint,3,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -136,6 +139,13 @@ func (x *VerifyResponse) GetSignedReceipt() *v1.Envelope {
 	return nil
 }
 
+func (x *VerifyResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
+}
+
 var File_ambit_verifier_v1_verifier_proto protoreflect.FileDescriptor
 
 const file_ambit_verifier_v1_verifier_proto_rawDesc = "" +
@@ -145,10 +155,11 @@ const file_ambit_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
 	"capability\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\n" +
 	"capability\x12I\n" +
-	"\x0eeffect_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\reffectReceipt\"\x90\x01\n" +
+	"\x0eeffect_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\reffectReceipt\"\xad\x01\n" +
 	"\x0eVerifyResponse\x12;\n" +
 	"\areceipt\x18\x01 \x01(\v2!.ambit.receipt.v1.ReadbackReceiptR\areceipt\x12A\n" +
-	"\x0esigned_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt2`\n" +
+	"\x0esigned_receipt\x18\x02 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1b\n" +
+	"\tlog_index\x18\x03 \x01(\x04R\blogIndex2`\n" +
 	"\x0fVerifierService\x12M\n" +
 	"\x06Verify\x12 .ambit.verifier.v1.VerifyRequest\x1a!.ambit.verifier.v1.VerifyResponseB\xd1\x01\n" +
 	"\x15com.ambit.verifier.v1B\rVerifierProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1;verifierv1\xa2\x02\x03AVX\xaa\x02\x11Ambit.Verifier.V1\xca\x02\x11Ambit\\Verifier\\V1\xe2\x02\x1dAmbit\\Verifier\\V1\\GPBMetadata\xea\x02\x13Ambit::Verifier::V1b\x06proto3"

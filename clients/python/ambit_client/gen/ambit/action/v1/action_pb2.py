@@ -15,7 +15,7 @@ from ambit.receipt.v1 import receipt_pb2 as ambit_dot_receipt_dot_v1_dot_receipt
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61mbit/action/v1/action.proto\x12\x0f\x61mbit.action.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\"\x97\x01\n\x0e\x45xecuteRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12\x33\n\x0fidempotency_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x0eidempotencyKeyJ\x04\x08\x02\x10\x03R\x06\x61\x63tion\"\xab\x01\n\x0f\x45xecuteResponse\x12\x39\n\x07receipt\x18\x01 \x01(\x0b\x32\x1f.ambit.receipt.v1.EffectReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1a\n\x08repeated\x18\x03 \x01(\x08R\x08repeated2]\n\rActionService\x12L\n\x07\x45xecute\x12\x1f.ambit.action.v1.ExecuteRequest\x1a .ambit.action.v1.ExecuteResponseB\xc1\x01\n\x13\x63om.ambit.action.v1B\x0b\x41\x63tionProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/action/v1;actionv1\xa2\x02\x03\x41\x41X\xaa\x02\x0f\x41mbit.Action.V1\xca\x02\x0f\x41mbit\\Action\\V1\xe2\x02\x1b\x41mbit\\Action\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Action::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61mbit/action/v1/action.proto\x12\x0f\x61mbit.action.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\"\x97\x01\n\x0e\x45xecuteRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12\x33\n\x0fidempotency_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x0eidempotencyKeyJ\x04\x08\x02\x10\x03R\x06\x61\x63tion\"\xc8\x01\n\x0f\x45xecuteResponse\x12\x39\n\x07receipt\x18\x01 \x01(\x0b\x32\x1f.ambit.receipt.v1.EffectReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1a\n\x08repeated\x18\x03 \x01(\x08R\x08repeated\x12\x1b\n\tlog_index\x18\x04 \x01(\x04R\x08logIndex2]\n\rActionService\x12L\n\x07\x45xecute\x12\x1f.ambit.action.v1.ExecuteRequest\x1a .ambit.action.v1.ExecuteResponseB\xc1\x01\n\x13\x63om.ambit.action.v1B\x0b\x41\x63tionProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/action/v1;actionv1\xa2\x02\x03\x41\x41X\xaa\x02\x0f\x41mbit.Action.V1\xca\x02\x0f\x41mbit\\Action\\V1\xe2\x02\x1b\x41mbit\\Action\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Action::V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ambit.action.v1.action_pb2', globals())
@@ -30,7 +30,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _EXECUTEREQUEST._serialized_start=111
   _EXECUTEREQUEST._serialized_end=262
   _EXECUTERESPONSE._serialized_start=265
-  _EXECUTERESPONSE._serialized_end=436
-  _ACTIONSERVICE._serialized_start=438
-  _ACTIONSERVICE._serialized_end=531
+  _EXECUTERESPONSE._serialized_end=465
+  _ACTIONSERVICE._serialized_start=467
+  _ACTIONSERVICE._serialized_end=560
 # @@protoc_insertion_point(module_scope)

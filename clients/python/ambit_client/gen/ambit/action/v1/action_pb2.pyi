@@ -15,11 +15,13 @@ class ExecuteRequest(_message.Message):
     def __init__(self, capability: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ["receipt", "repeated", "signed_receipt"]
+    __slots__ = ["log_index", "receipt", "repeated", "signed_receipt"]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     SIGNED_RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    log_index: int
     receipt: _receipt_pb2.EffectReceipt
     repeated: bool
     signed_receipt: _receipt_pb2.Envelope
-    def __init__(self, receipt: _Optional[_Union[_receipt_pb2.EffectReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., repeated: bool = ...) -> None: ...
+    def __init__(self, receipt: _Optional[_Union[_receipt_pb2.EffectReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., repeated: bool = ..., log_index: _Optional[int] = ...) -> None: ...

@@ -111,7 +111,7 @@ class SubmitProposalRequest(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., purpose: _Optional[str] = ..., evidence: _Optional[_Iterable[_Union[_receipt_pb2.Envelope, _Mapping]]] = ..., approval_id: _Optional[str] = ..., call: _Optional[_Union[_contract_pb2.ToolCall, _Mapping]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class SubmitProposalResponse(_message.Message):
-    __slots__ = ["approval_id", "capability", "capability_expires_at", "decision", "decision_id", "decision_receipt", "idempotency_key", "repeated"]
+    __slots__ = ["approval_id", "capability", "capability_expires_at", "decision", "decision_id", "decision_receipt", "idempotency_key", "log_index", "repeated"]
     APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     CAPABILITY_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     CAPABILITY_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,7 @@ class SubmitProposalResponse(_message.Message):
     DECISION_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_RECEIPT_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     REPEATED_FIELD_NUMBER: _ClassVar[int]
     approval_id: str
     capability: _receipt_pb2.Envelope
@@ -127,8 +128,9 @@ class SubmitProposalResponse(_message.Message):
     decision_id: str
     decision_receipt: _receipt_pb2.Envelope
     idempotency_key: str
+    log_index: int
     repeated: bool
-    def __init__(self, decision_id: _Optional[str] = ..., decision: _Optional[_Union[_contract_pb2.Decision, _Mapping]] = ..., decision_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., capability: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., approval_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., capability_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., repeated: bool = ...) -> None: ...
+    def __init__(self, decision_id: _Optional[str] = ..., decision: _Optional[_Union[_contract_pb2.Decision, _Mapping]] = ..., decision_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., capability: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., approval_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., capability_expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., repeated: bool = ..., log_index: _Optional[int] = ...) -> None: ...
 
 class ToolSpec(_message.Message):
     __slots__ = ["description", "input_schema", "name"]

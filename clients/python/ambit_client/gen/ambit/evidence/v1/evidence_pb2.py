@@ -16,7 +16,7 @@ from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ambit/evidence/v1/evidence.proto\x12\x11\x61mbit.evidence.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd5\x01\n\x0bReadRequest\x12#\n\x07task_id\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n\x06source\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n\x06\x66ields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\x08\x01\x10\x80\x02\"\x07r\x05\x10\x01\x18\x80\x01R\x06\x66ields\x12$\n\x07purpose\x18\x05 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x07purpose\"\xd2\x01\n\x0cReadResponse\x12/\n\x06values\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x06values\x12;\n\x07receipt\x18\x02 \x01(\x0b\x32!.ambit.receipt.v1.EvidenceReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x03 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceiptJ\x04\x08\x01\x10\x02R\x0bvalues_text2Z\n\x0f\x45videnceService\x12G\n\x04Read\x12\x1e.ambit.evidence.v1.ReadRequest\x1a\x1f.ambit.evidence.v1.ReadResponseB\xd1\x01\n\x15\x63om.ambit.evidence.v1B\rEvidenceProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1;evidencev1\xa2\x02\x03\x41\x45X\xaa\x02\x11\x41mbit.Evidence.V1\xca\x02\x11\x41mbit\\Evidence\\V1\xe2\x02\x1d\x41mbit\\Evidence\\V1\\GPBMetadata\xea\x02\x13\x41mbit::Evidence::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ambit/evidence/v1/evidence.proto\x12\x11\x61mbit.evidence.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\"\xd5\x01\n\x0bReadRequest\x12#\n\x07task_id\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n\x06source\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n\x06\x66ields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\x08\x01\x10\x80\x02\"\x07r\x05\x10\x01\x18\x80\x01R\x06\x66ields\x12$\n\x07purpose\x18\x05 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x07purpose\"\xef\x01\n\x0cReadResponse\x12/\n\x06values\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x06values\x12;\n\x07receipt\x18\x02 \x01(\x0b\x32!.ambit.receipt.v1.EvidenceReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x03 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1b\n\tlog_index\x18\x05 \x01(\x04R\x08logIndexJ\x04\x08\x01\x10\x02R\x0bvalues_text2Z\n\x0f\x45videnceService\x12G\n\x04Read\x12\x1e.ambit.evidence.v1.ReadRequest\x1a\x1f.ambit.evidence.v1.ReadResponseB\xd1\x01\n\x15\x63om.ambit.evidence.v1B\rEvidenceProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/evidence/v1;evidencev1\xa2\x02\x03\x41\x45X\xaa\x02\x11\x41mbit.Evidence.V1\xca\x02\x11\x41mbit\\Evidence\\V1\xe2\x02\x1d\x41mbit\\Evidence\\V1\\GPBMetadata\xea\x02\x13\x41mbit::Evidence::V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ambit.evidence.v1.evidence_pb2', globals())
@@ -37,7 +37,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _READREQUEST._serialized_start=147
   _READREQUEST._serialized_end=360
   _READRESPONSE._serialized_start=363
-  _READRESPONSE._serialized_end=573
-  _EVIDENCESERVICE._serialized_start=575
-  _EVIDENCESERVICE._serialized_end=665
+  _READRESPONSE._serialized_end=602
+  _EVIDENCESERVICE._serialized_start=604
+  _EVIDENCESERVICE._serialized_end=694
 # @@protoc_insertion_point(module_scope)

@@ -23,11 +23,13 @@ class ReadRequest(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., source: _Optional[str] = ..., record_key: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ..., purpose: _Optional[str] = ...) -> None: ...
 
 class ReadResponse(_message.Message):
-    __slots__ = ["receipt", "signed_receipt", "values"]
+    __slots__ = ["log_index", "receipt", "signed_receipt", "values"]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
     SIGNED_RECEIPT_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    log_index: int
     receipt: _receipt_pb2.EvidenceReceipt
     signed_receipt: _receipt_pb2.Envelope
     values: _struct_pb2.Struct
-    def __init__(self, values: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., receipt: _Optional[_Union[_receipt_pb2.EvidenceReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
+    def __init__(self, values: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., receipt: _Optional[_Union[_receipt_pb2.EvidenceReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...

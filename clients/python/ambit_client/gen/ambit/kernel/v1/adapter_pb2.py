@@ -18,7 +18,7 @@ from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61mbit/kernel/v1/adapter.proto\x12\x0f\x61mbit.kernel.v1\x1a\x1a\x61mbit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x02\n\x14\x41uthorizeReadRequest\x12#\n\x07task_id\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n\x06source\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n\x06\x66ields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\x08\x01\x10\x80\x02\"\x07r\x05\x10\x01\x18\x80\x01R\x06\x66ields\x12 \n\x05\x61gent\x18\x05 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x05\x61gent\x12$\n\x07purpose\x18\x06 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x07purpose\"\xad\x02\n\x15\x41uthorizeReadResponse\x12=\n\nprovenance\x18\x01 \x01(\x0e\x32\x1d.ambit.contract.v1.ProvenanceR\nprovenance\x12\x39\n\x07\x64\x65rived\x18\x02 \x03(\x0b\x32\x1f.ambit.contract.v1.DerivedFieldR\x07\x64\x65rived\x12 \n\x0bquarantined\x18\x03 \x03(\tR\x0bquarantined\x12#\n\rconfine_field\x18\x04 \x01(\tR\x0c\x63onfineField\x12#\n\rconfine_value\x18\x05 \x01(\tR\x0c\x63onfineValue\x12.\n\x13\x62ound_state_version\x18\x06 \x01(\tR\x11\x62oundStateVersion\"M\n\x15RecordEvidenceRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"s\n\x16RecordEvidenceResponse\x12#\n\rstate_changed\x18\x01 \x01(\x08R\x0cstateChanged\x12\x34\n\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\xc2\x01\n\x17RedeemCapabilityRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12\x33\n\x0fidempotency_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\x12 \n\x06holder\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02R\x06holderJ\x04\x08\x02\x10\x03R\x06\x61\x63tion\"l\n\x18RedeemCapabilityResponse\x12\x14\n\x05\x66irst\x18\x01 \x01(\x08R\x05\x66irst\x12:\n\ncommitment\x18\x02 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\"K\n\x13RecordEffectRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"R\n\x14RecordEffectResponse\x12:\n\ncommitment\x18\x01 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\"M\n\x15RecordReadbackRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"T\n\x16RecordReadbackResponse\x12:\n\ncommitment\x18\x01 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\"\xd5\x01\n\x18ReportStateChangeRequest\x12\"\n\x06source\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12-\n\rstate_version\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02R\x0cstateVersion\x12;\n\x0bobserved_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nobservedAt\"v\n\x19ReportStateChangeResponse\x12#\n\rstate_changed\x18\x01 \x01(\x08R\x0cstateChanged\x12\x34\n\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\x17\n\x15WatchedRecordsRequest\"R\n\x16WatchedRecordsResponse\x12\x38\n\x07records\x18\x01 \x03(\x0b\x32\x1e.ambit.kernel.v1.WatchedRecordR\x07records\"k\n\rWatchedRecord\x12\x16\n\x06source\x18\x01 \x01(\tR\x06source\x12\x1d\n\nrecord_key\x18\x02 \x01(\tR\trecordKey\x12#\n\rstate_version\x18\x03 \x01(\tR\x0cstateVersion2\xcb\x05\n\x0e\x41\x64\x61pterService\x12^\n\rAuthorizeRead\x12%.ambit.kernel.v1.AuthorizeReadRequest\x1a&.ambit.kernel.v1.AuthorizeReadResponse\x12\x61\n\x0eRecordEvidence\x12&.ambit.kernel.v1.RecordEvidenceRequest\x1a\'.ambit.kernel.v1.RecordEvidenceResponse\x12g\n\x10RedeemCapability\x12(.ambit.kernel.v1.RedeemCapabilityRequest\x1a).ambit.kernel.v1.RedeemCapabilityResponse\x12[\n\x0cRecordEffect\x12$.ambit.kernel.v1.RecordEffectRequest\x1a%.ambit.kernel.v1.RecordEffectResponse\x12\x61\n\x0eRecordReadback\x12&.ambit.kernel.v1.RecordReadbackRequest\x1a\'.ambit.kernel.v1.RecordReadbackResponse\x12j\n\x11ReportStateChange\x12).ambit.kernel.v1.ReportStateChangeRequest\x1a*.ambit.kernel.v1.ReportStateChangeResponse\x12\x61\n\x0eWatchedRecords\x12&.ambit.kernel.v1.WatchedRecordsRequest\x1a\'.ambit.kernel.v1.WatchedRecordsResponseB\xc2\x01\n\x13\x63om.ambit.kernel.v1B\x0c\x41\x64\x61pterProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1;kernelv1\xa2\x02\x03\x41KX\xaa\x02\x0f\x41mbit.Kernel.V1\xca\x02\x0f\x41mbit\\Kernel\\V1\xe2\x02\x1b\x41mbit\\Kernel\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Kernel::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x61mbit/kernel/v1/adapter.proto\x12\x0f\x61mbit.kernel.v1\x1a\x1a\x61mbit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x02\n\x14\x41uthorizeReadRequest\x12#\n\x07task_id\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x06taskId\x12\"\n\x06source\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12,\n\x06\x66ields\x18\x04 \x03(\tB\x14\xbaH\x11\x92\x01\x0e\x08\x01\x10\x80\x02\"\x07r\x05\x10\x01\x18\x80\x01R\x06\x66ields\x12 \n\x05\x61gent\x18\x05 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x05\x61gent\x12$\n\x07purpose\x18\x06 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\x07purpose\"\xad\x02\n\x15\x41uthorizeReadResponse\x12=\n\nprovenance\x18\x01 \x01(\x0e\x32\x1d.ambit.contract.v1.ProvenanceR\nprovenance\x12\x39\n\x07\x64\x65rived\x18\x02 \x03(\x0b\x32\x1f.ambit.contract.v1.DerivedFieldR\x07\x64\x65rived\x12 \n\x0bquarantined\x18\x03 \x03(\tR\x0bquarantined\x12#\n\rconfine_field\x18\x04 \x01(\tR\x0c\x63onfineField\x12#\n\rconfine_value\x18\x05 \x01(\tR\x0c\x63onfineValue\x12.\n\x13\x62ound_state_version\x18\x06 \x01(\tR\x11\x62oundStateVersion\"M\n\x15RecordEvidenceRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"\x90\x01\n\x16RecordEvidenceResponse\x12#\n\rstate_changed\x18\x01 \x01(\x08R\x0cstateChanged\x12\x34\n\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\x12\x1b\n\tlog_index\x18\x03 \x01(\x04R\x08logIndex\"\xc2\x01\n\x17RedeemCapabilityRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12\x33\n\x0fidempotency_key\x18\x03 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x0eidempotencyKey\x12 \n\x06holder\x18\x04 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02R\x06holderJ\x04\x08\x02\x10\x03R\x06\x61\x63tion\"l\n\x18RedeemCapabilityResponse\x12\x14\n\x05\x66irst\x18\x01 \x01(\x08R\x05\x66irst\x12:\n\ncommitment\x18\x02 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\"K\n\x13RecordEffectRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"o\n\x14RecordEffectResponse\x12:\n\ncommitment\x18\x01 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\x12\x1b\n\tlog_index\x18\x02 \x01(\x04R\x08logIndex\"M\n\x15RecordReadbackRequest\x12\x34\n\x07receipt\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\x07receipt\"q\n\x16RecordReadbackResponse\x12:\n\ncommitment\x18\x01 \x01(\x0b\x32\x1a.ambit.agent.v1.CommitmentR\ncommitment\x12\x1b\n\tlog_index\x18\x02 \x01(\x04R\x08logIndex\"\xd5\x01\n\x18ReportStateChangeRequest\x12\"\n\x06source\x18\x01 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x01R\x06source\x12)\n\nrecord_key\x18\x02 \x01(\tB\n\xbaH\x07r\x05\x10\x01\x18\x80\x02R\trecordKey\x12-\n\rstate_version\x18\x03 \x01(\tB\x08\xbaH\x05r\x03\x18\x80\x02R\x0cstateVersion\x12;\n\x0bobserved_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nobservedAt\"v\n\x19ReportStateChangeResponse\x12#\n\rstate_changed\x18\x01 \x01(\x08R\x0cstateChanged\x12\x34\n\x16revoked_capability_ids\x18\x02 \x03(\tR\x14revokedCapabilityIds\"\x17\n\x15WatchedRecordsRequest\"R\n\x16WatchedRecordsResponse\x12\x38\n\x07records\x18\x01 \x03(\x0b\x32\x1e.ambit.kernel.v1.WatchedRecordR\x07records\"k\n\rWatchedRecord\x12\x16\n\x06source\x18\x01 \x01(\tR\x06source\x12\x1d\n\nrecord_key\x18\x02 \x01(\tR\trecordKey\x12#\n\rstate_version\x18\x03 \x01(\tR\x0cstateVersion2\xcb\x05\n\x0e\x41\x64\x61pterService\x12^\n\rAuthorizeRead\x12%.ambit.kernel.v1.AuthorizeReadRequest\x1a&.ambit.kernel.v1.AuthorizeReadResponse\x12\x61\n\x0eRecordEvidence\x12&.ambit.kernel.v1.RecordEvidenceRequest\x1a\'.ambit.kernel.v1.RecordEvidenceResponse\x12g\n\x10RedeemCapability\x12(.ambit.kernel.v1.RedeemCapabilityRequest\x1a).ambit.kernel.v1.RedeemCapabilityResponse\x12[\n\x0cRecordEffect\x12$.ambit.kernel.v1.RecordEffectRequest\x1a%.ambit.kernel.v1.RecordEffectResponse\x12\x61\n\x0eRecordReadback\x12&.ambit.kernel.v1.RecordReadbackRequest\x1a\'.ambit.kernel.v1.RecordReadbackResponse\x12j\n\x11ReportStateChange\x12).ambit.kernel.v1.ReportStateChangeRequest\x1a*.ambit.kernel.v1.ReportStateChangeResponse\x12\x61\n\x0eWatchedRecords\x12&.ambit.kernel.v1.WatchedRecordsRequest\x1a\'.ambit.kernel.v1.WatchedRecordsResponseB\xc2\x01\n\x13\x63om.ambit.kernel.v1B\x0c\x41\x64\x61pterProtoP\x01Z?github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1;kernelv1\xa2\x02\x03\x41KX\xaa\x02\x0f\x41mbit.Kernel.V1\xca\x02\x0f\x41mbit\\Kernel\\V1\xe2\x02\x1b\x41mbit\\Kernel\\V1\\GPBMetadata\xea\x02\x11\x41mbit::Kernel::V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ambit.kernel.v1.adapter_pb2', globals())
@@ -56,30 +56,30 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _AUTHORIZEREADRESPONSE._serialized_end=767
   _RECORDEVIDENCEREQUEST._serialized_start=769
   _RECORDEVIDENCEREQUEST._serialized_end=846
-  _RECORDEVIDENCERESPONSE._serialized_start=848
-  _RECORDEVIDENCERESPONSE._serialized_end=963
-  _REDEEMCAPABILITYREQUEST._serialized_start=966
-  _REDEEMCAPABILITYREQUEST._serialized_end=1160
-  _REDEEMCAPABILITYRESPONSE._serialized_start=1162
-  _REDEEMCAPABILITYRESPONSE._serialized_end=1270
-  _RECORDEFFECTREQUEST._serialized_start=1272
-  _RECORDEFFECTREQUEST._serialized_end=1347
-  _RECORDEFFECTRESPONSE._serialized_start=1349
-  _RECORDEFFECTRESPONSE._serialized_end=1431
-  _RECORDREADBACKREQUEST._serialized_start=1433
-  _RECORDREADBACKREQUEST._serialized_end=1510
-  _RECORDREADBACKRESPONSE._serialized_start=1512
-  _RECORDREADBACKRESPONSE._serialized_end=1596
-  _REPORTSTATECHANGEREQUEST._serialized_start=1599
-  _REPORTSTATECHANGEREQUEST._serialized_end=1812
-  _REPORTSTATECHANGERESPONSE._serialized_start=1814
-  _REPORTSTATECHANGERESPONSE._serialized_end=1932
-  _WATCHEDRECORDSREQUEST._serialized_start=1934
-  _WATCHEDRECORDSREQUEST._serialized_end=1957
-  _WATCHEDRECORDSRESPONSE._serialized_start=1959
-  _WATCHEDRECORDSRESPONSE._serialized_end=2041
-  _WATCHEDRECORD._serialized_start=2043
-  _WATCHEDRECORD._serialized_end=2150
-  _ADAPTERSERVICE._serialized_start=2153
-  _ADAPTERSERVICE._serialized_end=2868
+  _RECORDEVIDENCERESPONSE._serialized_start=849
+  _RECORDEVIDENCERESPONSE._serialized_end=993
+  _REDEEMCAPABILITYREQUEST._serialized_start=996
+  _REDEEMCAPABILITYREQUEST._serialized_end=1190
+  _REDEEMCAPABILITYRESPONSE._serialized_start=1192
+  _REDEEMCAPABILITYRESPONSE._serialized_end=1300
+  _RECORDEFFECTREQUEST._serialized_start=1302
+  _RECORDEFFECTREQUEST._serialized_end=1377
+  _RECORDEFFECTRESPONSE._serialized_start=1379
+  _RECORDEFFECTRESPONSE._serialized_end=1490
+  _RECORDREADBACKREQUEST._serialized_start=1492
+  _RECORDREADBACKREQUEST._serialized_end=1569
+  _RECORDREADBACKRESPONSE._serialized_start=1571
+  _RECORDREADBACKRESPONSE._serialized_end=1684
+  _REPORTSTATECHANGEREQUEST._serialized_start=1687
+  _REPORTSTATECHANGEREQUEST._serialized_end=1900
+  _REPORTSTATECHANGERESPONSE._serialized_start=1902
+  _REPORTSTATECHANGERESPONSE._serialized_end=2020
+  _WATCHEDRECORDSREQUEST._serialized_start=2022
+  _WATCHEDRECORDSREQUEST._serialized_end=2045
+  _WATCHEDRECORDSRESPONSE._serialized_start=2047
+  _WATCHEDRECORDSRESPONSE._serialized_end=2129
+  _WATCHEDRECORD._serialized_start=2131
+  _WATCHEDRECORD._serialized_end=2238
+  _ADAPTERSERVICE._serialized_start=2241
+  _ADAPTERSERVICE._serialized_end=2956
 # @@protoc_insertion_point(module_scope)

@@ -49,10 +49,12 @@ class RecordEffectRequest(_message.Message):
     def __init__(self, receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
 
 class RecordEffectResponse(_message.Message):
-    __slots__ = ["commitment"]
+    __slots__ = ["commitment", "log_index"]
     COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     commitment: _agent_pb2.Commitment
-    def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ...) -> None: ...
+    log_index: int
+    def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...
 
 class RecordEvidenceRequest(_message.Message):
     __slots__ = ["receipt"]
@@ -61,12 +63,14 @@ class RecordEvidenceRequest(_message.Message):
     def __init__(self, receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
 
 class RecordEvidenceResponse(_message.Message):
-    __slots__ = ["revoked_capability_ids", "state_changed"]
+    __slots__ = ["log_index", "revoked_capability_ids", "state_changed"]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     REVOKED_CAPABILITY_IDS_FIELD_NUMBER: _ClassVar[int]
     STATE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    log_index: int
     revoked_capability_ids: _containers.RepeatedScalarFieldContainer[str]
     state_changed: bool
-    def __init__(self, state_changed: bool = ..., revoked_capability_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, state_changed: bool = ..., revoked_capability_ids: _Optional[_Iterable[str]] = ..., log_index: _Optional[int] = ...) -> None: ...
 
 class RecordReadbackRequest(_message.Message):
     __slots__ = ["receipt"]
@@ -75,10 +79,12 @@ class RecordReadbackRequest(_message.Message):
     def __init__(self, receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
 
 class RecordReadbackResponse(_message.Message):
-    __slots__ = ["commitment"]
+    __slots__ = ["commitment", "log_index"]
     COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     commitment: _agent_pb2.Commitment
-    def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ...) -> None: ...
+    log_index: int
+    def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...
 
 class RedeemCapabilityRequest(_message.Message):
     __slots__ = ["capability", "holder", "idempotency_key"]

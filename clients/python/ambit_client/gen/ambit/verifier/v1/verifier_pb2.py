@@ -15,7 +15,7 @@ from ambit.receipt.v1 import receipt_pb2 as ambit_dot_receipt_dot_v1_dot_receipt
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ambit/verifier/v1/verifier.proto\x12\x11\x61mbit.verifier.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\"\x9e\x01\n\rVerifyRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12I\n\x0e\x65\x66\x66\x65\x63t_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\reffectReceipt\"\x90\x01\n\x0eVerifyResponse\x12;\n\x07receipt\x18\x01 \x01(\x0b\x32!.ambit.receipt.v1.ReadbackReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt2`\n\x0fVerifierService\x12M\n\x06Verify\x12 .ambit.verifier.v1.VerifyRequest\x1a!.ambit.verifier.v1.VerifyResponseB\xd1\x01\n\x15\x63om.ambit.verifier.v1B\rVerifierProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1;verifierv1\xa2\x02\x03\x41VX\xaa\x02\x11\x41mbit.Verifier.V1\xca\x02\x11\x41mbit\\Verifier\\V1\xe2\x02\x1d\x41mbit\\Verifier\\V1\\GPBMetadata\xea\x02\x13\x41mbit::Verifier::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ambit/verifier/v1/verifier.proto\x12\x11\x61mbit.verifier.v1\x1a\x1e\x61mbit/receipt/v1/receipt.proto\x1a\x1b\x62uf/validate/validate.proto\"\x9e\x01\n\rVerifyRequest\x12\x42\n\ncapability\x18\x01 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\ncapability\x12I\n\x0e\x65\x66\x66\x65\x63t_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeB\x06\xbaH\x03\xc8\x01\x01R\reffectReceipt\"\xad\x01\n\x0eVerifyResponse\x12;\n\x07receipt\x18\x01 \x01(\x0b\x32!.ambit.receipt.v1.ReadbackReceiptR\x07receipt\x12\x41\n\x0esigned_receipt\x18\x02 \x01(\x0b\x32\x1a.ambit.receipt.v1.EnvelopeR\rsignedReceipt\x12\x1b\n\tlog_index\x18\x03 \x01(\x04R\x08logIndex2`\n\x0fVerifierService\x12M\n\x06Verify\x12 .ambit.verifier.v1.VerifyRequest\x1a!.ambit.verifier.v1.VerifyResponseB\xd1\x01\n\x15\x63om.ambit.verifier.v1B\rVerifierProtoP\x01ZCgithub.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1;verifierv1\xa2\x02\x03\x41VX\xaa\x02\x11\x41mbit.Verifier.V1\xca\x02\x11\x41mbit\\Verifier\\V1\xe2\x02\x1d\x41mbit\\Verifier\\V1\\GPBMetadata\xea\x02\x13\x41mbit::Verifier::V1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ambit.verifier.v1.verifier_pb2', globals())
@@ -30,7 +30,7 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _VERIFYREQUEST._serialized_start=117
   _VERIFYREQUEST._serialized_end=275
   _VERIFYRESPONSE._serialized_start=278
-  _VERIFYRESPONSE._serialized_end=422
-  _VERIFIERSERVICE._serialized_start=424
-  _VERIFIERSERVICE._serialized_end=520
+  _VERIFYRESPONSE._serialized_end=451
+  _VERIFIERSERVICE._serialized_start=453
+  _VERIFIERSERVICE._serialized_end=549
 # @@protoc_insertion_point(module_scope)

@@ -15,9 +15,11 @@ class VerifyRequest(_message.Message):
     def __init__(self, capability: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., effect_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
 
 class VerifyResponse(_message.Message):
-    __slots__ = ["receipt", "signed_receipt"]
+    __slots__ = ["log_index", "receipt", "signed_receipt"]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
     RECEIPT_FIELD_NUMBER: _ClassVar[int]
     SIGNED_RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    log_index: int
     receipt: _receipt_pb2.ReadbackReceipt
     signed_receipt: _receipt_pb2.Envelope
-    def __init__(self, receipt: _Optional[_Union[_receipt_pb2.ReadbackReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
+    def __init__(self, receipt: _Optional[_Union[_receipt_pb2.ReadbackReceipt, _Mapping]] = ..., signed_receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...

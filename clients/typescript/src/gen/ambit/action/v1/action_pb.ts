@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ambit/action/v1/action.proto.
  */
 export const file_ambit_action_v1_action: GenFile = /*@__PURE__*/
-  fileDesc("ChxhbWJpdC9hY3Rpb24vdjEvYWN0aW9uLnByb3RvEg9hbWJpdC5hY3Rpb24udjEiewoORXhlY3V0ZVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARIjCg9pZGVtcG90ZW5jeV9rZXkYAyABKAlCCrpIB3IFEAEYgAFKBAgCEANSBmFjdGlvbiKJAQoPRXhlY3V0ZVJlc3BvbnNlEjAKB3JlY2VpcHQYASABKAsyHy5hbWJpdC5yZWNlaXB0LnYxLkVmZmVjdFJlY2VpcHQSMgoOc2lnbmVkX3JlY2VpcHQYAiABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlEhAKCHJlcGVhdGVkGAMgASgIMl0KDUFjdGlvblNlcnZpY2USTAoHRXhlY3V0ZRIfLmFtYml0LmFjdGlvbi52MS5FeGVjdXRlUmVxdWVzdBogLmFtYml0LmFjdGlvbi52MS5FeGVjdXRlUmVzcG9uc2VCwQEKE2NvbS5hbWJpdC5hY3Rpb24udjFCC0FjdGlvblByb3RvUAFaP2dpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L2FjdGlvbi92MTthY3Rpb252MaICA0FBWKoCD0FtYml0LkFjdGlvbi5WMcoCD0FtYml0XEFjdGlvblxWMeICG0FtYml0XEFjdGlvblxWMVxHUEJNZXRhZGF0YeoCEUFtYml0OjpBY3Rpb246OlYxYgZwcm90bzM", [file_ambit_receipt_v1_receipt, file_buf_validate_validate]);
+  fileDesc("ChxhbWJpdC9hY3Rpb24vdjEvYWN0aW9uLnByb3RvEg9hbWJpdC5hY3Rpb24udjEiewoORXhlY3V0ZVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARIjCg9pZGVtcG90ZW5jeV9rZXkYAyABKAlCCrpIB3IFEAEYgAFKBAgCEANSBmFjdGlvbiKcAQoPRXhlY3V0ZVJlc3BvbnNlEjAKB3JlY2VpcHQYASABKAsyHy5hbWJpdC5yZWNlaXB0LnYxLkVmZmVjdFJlY2VpcHQSMgoOc2lnbmVkX3JlY2VpcHQYAiABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlEhAKCHJlcGVhdGVkGAMgASgIEhEKCWxvZ19pbmRleBgEIAEoBDJdCg1BY3Rpb25TZXJ2aWNlEkwKB0V4ZWN1dGUSHy5hbWJpdC5hY3Rpb24udjEuRXhlY3V0ZVJlcXVlc3QaIC5hbWJpdC5hY3Rpb24udjEuRXhlY3V0ZVJlc3BvbnNlQsEBChNjb20uYW1iaXQuYWN0aW9uLnYxQgtBY3Rpb25Qcm90b1ABWj9naXRodWIuY29tL2FtYml0a2VybmVsL2FtYml0L3Byb3RvL2dlbi9hbWJpdC9hY3Rpb24vdjE7YWN0aW9udjGiAgNBQViqAg9BbWJpdC5BY3Rpb24uVjHKAg9BbWJpdFxBY3Rpb25cVjHiAhtBbWJpdFxBY3Rpb25cVjFcR1BCTWV0YWRhdGHqAhFBbWJpdDo6QWN0aW9uOjpWMWIGcHJvdG8z", [file_ambit_receipt_v1_receipt, file_buf_validate_validate]);
 
 /**
  * ExecuteRequest presents a capability for the one call it binds.
@@ -72,6 +72,14 @@ export type ExecuteResponse = Message<"ambit.action.v1.ExecuteResponse"> & {
    * @generated from field: bool repeated = 3;
    */
   repeated: boolean;
+
+  /**
+   * The signed receipt's leaf index in the kernel's Merkle log: with a
+   * checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+   *
+   * @generated from field: uint64 log_index = 4;
+   */
+  logIndex: bigint;
 };
 
 /**

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ambit/verifier/v1/verifier.proto.
  */
 export const file_ambit_verifier_v1_verifier: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWJpdC92ZXJpZmllci92MS92ZXJpZmllci5wcm90bxIRYW1iaXQudmVyaWZpZXIudjEigwEKDVZlcmlmeVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARI6Cg5lZmZlY3RfcmVjZWlwdBgCIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBASJ4Cg5WZXJpZnlSZXNwb25zZRIyCgdyZWNlaXB0GAEgASgLMiEuYW1iaXQucmVjZWlwdC52MS5SZWFkYmFja1JlY2VpcHQSMgoOc2lnbmVkX3JlY2VpcHQYAiABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlMmAKD1ZlcmlmaWVyU2VydmljZRJNCgZWZXJpZnkSIC5hbWJpdC52ZXJpZmllci52MS5WZXJpZnlSZXF1ZXN0GiEuYW1iaXQudmVyaWZpZXIudjEuVmVyaWZ5UmVzcG9uc2VC0QEKFWNvbS5hbWJpdC52ZXJpZmllci52MUINVmVyaWZpZXJQcm90b1ABWkNnaXRodWIuY29tL2FtYml0a2VybmVsL2FtYml0L3Byb3RvL2dlbi9hbWJpdC92ZXJpZmllci92MTt2ZXJpZmllcnYxogIDQVZYqgIRQW1iaXQuVmVyaWZpZXIuVjHKAhFBbWJpdFxWZXJpZmllclxWMeICHUFtYml0XFZlcmlmaWVyXFYxXEdQQk1ldGFkYXRh6gITQW1iaXQ6OlZlcmlmaWVyOjpWMWIGcHJvdG8z", [file_ambit_receipt_v1_receipt, file_buf_validate_validate]);
+  fileDesc("CiBhbWJpdC92ZXJpZmllci92MS92ZXJpZmllci5wcm90bxIRYW1iaXQudmVyaWZpZXIudjEigwEKDVZlcmlmeVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARI6Cg5lZmZlY3RfcmVjZWlwdBgCIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBASKLAQoOVmVyaWZ5UmVzcG9uc2USMgoHcmVjZWlwdBgBIAEoCzIhLmFtYml0LnJlY2VpcHQudjEuUmVhZGJhY2tSZWNlaXB0EjIKDnNpZ25lZF9yZWNlaXB0GAIgASgLMhouYW1iaXQucmVjZWlwdC52MS5FbnZlbG9wZRIRCglsb2dfaW5kZXgYAyABKAQyYAoPVmVyaWZpZXJTZXJ2aWNlEk0KBlZlcmlmeRIgLmFtYml0LnZlcmlmaWVyLnYxLlZlcmlmeVJlcXVlc3QaIS5hbWJpdC52ZXJpZmllci52MS5WZXJpZnlSZXNwb25zZULRAQoVY29tLmFtYml0LnZlcmlmaWVyLnYxQg1WZXJpZmllclByb3RvUAFaQ2dpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L3ZlcmlmaWVyL3YxO3ZlcmlmaWVydjGiAgNBVliqAhFBbWJpdC5WZXJpZmllci5WMcoCEUFtYml0XFZlcmlmaWVyXFYx4gIdQW1iaXRcVmVyaWZpZXJcVjFcR1BCTWV0YWRhdGHqAhNBbWJpdDo6VmVyaWZpZXI6OlYxYgZwcm90bzM", [file_ambit_receipt_v1_receipt, file_buf_validate_validate]);
 
 /**
  * VerifyRequest names the effect to check.
@@ -65,6 +65,14 @@ export type VerifyResponse = Message<"ambit.verifier.v1.VerifyResponse"> & {
    * @generated from field: ambit.receipt.v1.Envelope signed_receipt = 2;
    */
   signedReceipt?: Envelope | undefined;
+
+  /**
+   * The signed receipt's leaf index in the kernel's Merkle log: with a
+   * checkpoint, `ambitctl receipt export`/`verify` prove it offline.
+   *
+   * @generated from field: uint64 log_index = 3;
+   */
+  logIndex: bigint;
 };
 
 /**
