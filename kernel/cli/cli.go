@@ -91,6 +91,14 @@ func newRoot(env *Env) *cobra.Command {
 		approvalsCmd(env),
 		group(env, "ledger", "authority-ledger checks", ledgerCheckCmd(env), ledgerVerifyCmd(env), ledgerAtCmd(env)),
 
+		// Governance of a running kernel, in one command each, where a
+		// stored context says which kernel and as whom.
+		contractCmd(env),
+		tasksCmd(env),
+		commitmentsCmd(env),
+		receiptsCmd(env),
+		contextCmd(env),
+
 		// The verifiable log, offline and with a witness.
 		group(env, "receipt", "receipt bundles", receiptExportCmd(env), receiptVerifyCmd(env)),
 		witnessCmd(env),

@@ -17,18 +17,25 @@ import (
 )
 
 // govFlags are the flags every command that talks to a kernel's governance
-// listener shares.
+// listener shares. A stored context (ambitctl context) gives those not
+// given on the command line.
 type govFlags struct {
-	kernel, kernelName, pkiDir, as string
-	timeout                        time.Duration
+	kernel, kernelName, pkiDir, as, context string
+	timeout                                 time.Duration
+	// flags tells which were given; resolved, that the context was read.
+	flags    *pflag.FlagSet
+	resolved bool
 }
 
 func (g *govFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener")
-	fs.StringVar(&g.kernelName, "kernel-name", "", "name the kernel's certificate must be valid for (default: the host of --kernel)")
-	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "the identity's key folder, or the dev PKI (ambitctl dev init) holding it as <as>/")
-	fs.StringVar(&g.as, "as", "governance", "identity to act as (a governance certificate)")
+	g.flags = fs
+	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener (default: the context's, else this)")
+	fs.StringVar(&g.kernelName, "kernel-name", "", "name the kernel's certificate must be valid for (default: the context's, else the host of --kernel)")
+	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "the identity's key folder, or the dev PKI (ambitctl dev init) holding it as <as>/ (default: the context's, else this)")
+	fs.StringVar(&g.as, "as", "governance", "identity to act as, a governance certificate (default: the context's, else this)")
+	fs.StringVar(&g.context, "context", "", "the stored context to use (default: the one in use; ambitctl context list)")
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "deadline for the call")
+	_ = fs.SetAnnotation("pki", cobra.BashCompSubdirsInDir, []string{})
 }
 
 // identityDir is the folder of --as: --pki itself when it holds the
@@ -43,6 +50,9 @@ func (g *govFlags) identityDir() string {
 // call runs fn against the governance listener, authenticated as --as,
 // within --timeout. The server must present a kernel's certificate.
 func (g *govFlags) call(ctx context.Context, fn func(context.Context, kernelv1.GovernanceServiceClient) error) error {
+	if err := g.withContext(); err != nil {
+		return err
+	}
 	tlsCfg, err := pki.ClientTLS(g.identityDir(), g.as, pki.Expect{Role: pki.RoleKernel, ServerName: g.kernelName})
 	if err != nil {
 		return err

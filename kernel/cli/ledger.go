@@ -117,6 +117,10 @@ func runLedgerVerify(ctx context.Context, env *Env, o *ledgerVerifyOptions, args
 	if len(args) > 0 {
 		return fmt.Errorf("%w: ledger verify takes no arguments, got %q", ErrUsage, args)
 	}
+	// The context names the key folder the checkpoints are checked with.
+	if err := o.gov.withContext(); err != nil {
+		return err
+	}
 	if o.db == "" {
 		if o.checkpoint != "" {
 			return fmt.Errorf("%w: --checkpoint needs --db (a running kernel checks its own checkpoints)", ErrUsage)

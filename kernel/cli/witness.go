@@ -38,6 +38,9 @@ func runWitness(ctx context.Context, env *Env, o *witnessOptions, args []string)
 	if *dir == "" || len(args) != 0 || (*proofFile != "" && *cpFile == "") {
 		return fmt.Errorf("%w: witness --dir DIR [--kernel ADDR | --checkpoint CP [--proof FILE]]", ErrUsage)
 	}
+	if err := g.withContext(); err != nil {
+		return err
+	}
 	w, err := openWitness(*dir, k, func() ([]byte, error) {
 		if *cpFile != "" {
 			return os.ReadFile(*cpFile)
