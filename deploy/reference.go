@@ -17,6 +17,7 @@ import (
 
 	"github.com/ambitkernel/ambit/adapters/action"
 	"github.com/ambitkernel/ambit/adapters/evidence"
+	"github.com/ambitkernel/ambit/adapters/gateway"
 	"github.com/ambitkernel/ambit/kernel/cli"
 	"github.com/ambitkernel/ambit/kernel/server"
 	"github.com/ambitkernel/ambit/sdk/config"
@@ -51,6 +52,7 @@ func Processes() []Process {
 		{"ambit-evidence", &evidence.Config{}, "evidence.yaml", func(p string) error { _, err := evidence.LoadConfig(p); return err }, true},
 		{"ambit-action", &action.Config{}, "action.yaml", func(p string) error { _, err := action.LoadConfig(p); return err }, true},
 		{"ambit-verifier", &verify.Config{}, "verifier.yaml", func(p string) error { _, err := verify.LoadConfig(p); return err }, true},
+		{"ambit-mcp", &gateway.Config{}, "mcp.yaml", func(p string) error { _, err := config.LoadAs[gateway.Config](p); return err }, true},
 		// Not a process: ambitctl's stored contexts.
 		{"ambitctl contexts", &cli.ContextFile{}, "", func(p string) error { return config.Load(p, &cli.ContextFile{}) }, false},
 	}
@@ -68,6 +70,8 @@ var meanings = map[string]string{
 	"kernel/server.Peers.Evidence":       "Identities whose evidence receipts the kernel accepts; their public keys (<name>.sign.pub) are read from pki_dir.",
 	"kernel/server.Peers.Action":         "Identities whose effect receipts the kernel accepts; their public keys are read from pki_dir.",
 	"kernel/server.Peers.Verifier":       "Identities whose readback receipts the kernel accepts; their public keys are read from pki_dir.",
+	"adapters/gateway.Config.Action":     "host:port of the agent's action adapter.",
+	"adapters/gateway.Config.Verifier":   "host:port of the agent's verifier.",
 	"sdk/mcpconn.Config.Command":         "The server's command line (argv), started by the process and spoken to over stdio. Give command or url, not both.",
 	"sdk/mcpconn.Config.URL":             "The server's streamable HTTP endpoint (http or https). Give command or url, not both.",
 }
