@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ambitkernel/ambit/sdk/version"
+	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -24,83 +25,257 @@ var ErrUsage = errors.New("usage")
 // broken log); its output already says what.
 var ErrFailed = errors.New("check failed")
 
-type command struct {
-	summary string
-	run     func(ctx context.Context, env *Env, args []string) error
-}
-
 // Env is what a command may touch.
 type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 }
 
-func commands() map[string]command {
-	return map[string]command{
-		"suite":         {"run the seed's episodes and the extended families over the shipped profiles", runSuite},
-		"eval":          {"evaluate one proposal file under one contract file", runEval},
-		"reach":         {"list a contract's routes, the component granting each, its failure families and Ω (several compare)", runReach},
-		"minimize":      {"run the removal test of --contract over --episodes and print the minimal contract", runMinimize},
-		"debt":          {"the contraction debt of widening OLD into NEW: routes added, families to re-run, review load", runDebt},
-		"dev init":      {"create a local CA and a key folder per process in DIR (--agent NAME adds an agent)", runDevInit},
-		"dev up":        {"run the four processes and the examples' servers on loopback from DIR until SIGTERM; writes DIR/stack.json", runDevUp},
-		"approve":       {"approve a pending approval as a governance identity", runApprove},
-		"reject":        {"reject a pending approval as a governance identity", runReject},
-		"approvals":     {"list pending approvals", runApprovals},
-		"ledger check":  {"run the authority-ledger fixtures (the shipped ones, or those in DIR)", runLedgerCheck},
-		"ledger verify": {"verify the kernel's log (against checkpoints: --db --checkpoint) and name the first bad entry", runLedgerVerify},
-		"ledger at":     {"list every canon item's class as it was at TIME (RFC 3339)", runLedgerAt},
-
-		// The verifiable log, offline and with a witness.
-		"receipt export": {"fetch a receipt from the kernel as a bundle that verifies offline", runReceiptExport},
-		"receipt verify": {"verify a receipt bundle offline: signatures, checkpoint and inclusion proof", runReceiptVerify},
-		"witness":        {"check that the kernel's latest checkpoint extends the last one this witness kept", runWitness},
-	}
-}
-
 // Main runs ambitctl with args (without the program name).
 func Main(ctx context.Context, env *Env, args []string) error {
-	cmds := commands()
-	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
-		_, err := fmt.Fprintln(env.Stdout, version.String("ambitctl"))
-		return err
+	root := newRoot(env)
+	// A nil slice would make cobra read os.Args.
+	root.SetArgs(longFlags(root, append([]string{}, args...)))
+	_, err := root.ExecuteContextC(ctx)
+	return err
+}
+
+// newRoot builds the command tree. Each command is built by a function of
+// its own that declares its flags and names the function doing its work;
+// a command is added by adding it here.
+func newRoot(env *Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "ambitctl",
+		Short:         "Ambit's offline suites and evaluations, dev certificates and governance of a running kernel",
+		Version:       version.String("ambitctl"),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// The completion command is ours: it takes the shell as its one
+		// argument and is listed with the others.
+		CompletionOptions:          cobra.CompletionOptions{DisableDefaultCmd: true},
+		SuggestionsMinimumDistance: 2,
+		Args:                       unknownCommand(env),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			usage(env.Stdout, cmd)
+			return fmt.Errorf("%w: no command given", ErrUsage)
+		},
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(env.Stdout, cmds)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if !cmd.HasParent() {
+			return fmt.Errorf("%w: %w (ambitctl --help lists the commands)", ErrUsage, err)
+		}
+		return fmt.Errorf("%w: %s: %w (ambitctl %s --help lists its flags)", ErrUsage, commandName(cmd), err, commandName(cmd))
+	})
+	commandHelp := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if cmd == root {
+			usage(env.Stdout, root)
+			return
+		}
+		commandHelp(cmd, args)
+	})
+
+	root.AddCommand(
+		suiteCmd(env),
+		evalCmd(env),
+		reachCmd(env),
+		minimizeCmd(env),
+		debtCmd(env),
+		group(env, "dev", "development helpers", devInitCmd(env),
+			flagCommand(env, "up DIR", "run the four processes and the examples' servers on loopback from DIR until SIGTERM; writes DIR/stack.json", runDevUp)),
+		approveCmd(env, true),
+		approveCmd(env, false),
+		approvalsCmd(env),
+		group(env, "ledger", "authority-ledger checks", ledgerCheckCmd(env), ledgerVerifyCmd(env), ledgerAtCmd(env)),
+
+		// Governance of a running kernel, in one command each, where a
+		// stored context says which kernel and as whom.
+		contractCmd(env),
+		tasksCmd(env),
+		commitmentsCmd(env),
+		receiptsCmd(env),
+		contextCmd(env),
+
+		// The verifiable log, offline and with a witness.
+		group(env, "receipt", "receipt bundles", receiptExportCmd(env), receiptVerifyCmd(env)),
+		witnessCmd(env),
+
+		&cobra.Command{
+			Use:   "version",
+			Short: "print the version",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				_, err := fmt.Fprintln(env.Stdout, version.String("ambitctl"))
+				return err
+			},
+		},
+		completionCmd(env, root),
+	)
+	return root
+}
+
+// group is a command that only holds others ("ledger check", "dev
+// init"); on its own, or with an unknown word after it, it is a usage
+// error.
+func group(env *Env, name, short string, cmds ...*cobra.Command) *cobra.Command {
+	g := &cobra.Command{
+		Use:                        name,
+		Short:                      short,
+		SuggestionsMinimumDistance: 2,
+		Args:                       unknownCommand(env),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			usage(env.Stderr, cmd)
+			return fmt.Errorf("%w: %s needs a command", ErrUsage, name)
+		},
+	}
+	g.AddCommand(cmds...)
+	return g
+}
+
+// unknownCommand refuses arguments to a command that only holds others:
+// the first is an unknown command.
+func unknownCommand(env *Env) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
-			return ErrUsage
+			return nil
 		}
-		return nil
-	}
-	// Two-word commands ("dev init", "ledger check") are registered with a
-	// space.
-	if len(args) > 1 {
-		if c, ok := cmds[args[0]+" "+args[1]]; ok {
-			return c.run(ctx, env, args[2:])
+		usage(env.Stderr, cmd)
+		name := strings.TrimPrefix(commandName(cmd)+" "+args[0], "ambitctl ")
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			return fmt.Errorf("%w: unknown command %q (did you mean %q?)", ErrUsage, name, s[0])
 		}
+		return fmt.Errorf("%w: unknown command %q", ErrUsage, name)
 	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		usage(env.Stderr, cmds)
-		return fmt.Errorf("%w: unknown command %q", ErrUsage, strings.Join(args[:min(2, len(args))], " "))
-	}
-	return c.run(ctx, env, args[1:])
 }
 
-func usage(w io.Writer, cmds map[string]command) {
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
+// commandName is a command's path without the program name ("ledger
+// check"); the root's is "ambitctl".
+func commandName(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return cmd.Name()
 	}
-	sort.Strings(names)
-	fmt.Fprintln(w, "usage: ambitctl <command> [flags]   (ambitctl --version prints the version)")
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+}
+
+// usage lists every command under cmd, one line each.
+func usage(w io.Writer, cmd *cobra.Command) {
+	type line struct{ name, summary string }
+	var lines []line
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			if sub.HasSubCommands() {
+				walk(sub)
+				continue
+			}
+			lines = append(lines, line{commandName(sub), sub.Short})
+		}
+	}
+	walk(cmd)
+	sort.Slice(lines, func(i, j int) bool { return lines[i].name < lines[j].name })
+	if cmd.HasParent() {
+		fmt.Fprintf(w, "usage: ambitctl %s <command> [flags]\n", commandName(cmd))
+	} else {
+		fmt.Fprintln(w, "usage: ambitctl <command> [flags]   (ambitctl --version prints the version)")
+	}
 	fmt.Fprintln(w)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-16s %s\n", n, cmds[n].summary)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %-16s %s\n", l.name, l.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "ambitctl <command> --help describes a command and its flags.")
+}
+
+// longFlags rewrites "-name" and "-name=value" as "--name" and
+// "--name=value" when name is a long flag of the command args select: the
+// standard flag package, which ambitctl used before, accepted both.
+func longFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil || cmd.DisableFlagParsing || (len(args) > 0 && strings.HasPrefix(args[0], "__complete")) {
+		return args
+	}
+	cmd.InitDefaultHelpFlag()
+	cmd.InitDefaultVersionFlag()
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && (cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil) {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+// completionCmd prints the completion script of a shell; the scripts ask
+// ambitctl itself what completes a word.
+func completionCmd(env *Env, root *cobra.Command) *cobra.Command {
+	shells := map[string]func(io.Writer) error{
+		"bash":       func(w io.Writer) error { return root.GenBashCompletionV2(w, true) },
+		"zsh":        root.GenZshCompletion,
+		"fish":       func(w io.Writer) error { return root.GenFishCompletion(w, true) },
+		"powershell": root.GenPowerShellCompletionWithDesc,
+	}
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "print the shell completion script (e.g. source <(ambitctl completion bash))",
+		Long: "Print the completion script of a shell. For the current bash session:\n\n" +
+			"  source <(ambitctl completion bash)\n\n" +
+			"or save it as /etc/bash_completion.d/ambitctl; zsh: ambitctl completion zsh > \"${fpath[1]}/_ambitctl\";\n" +
+			"fish: ambitctl completion fish > ~/.config/fish/completions/ambitctl.fish.",
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 || shells[args[0]] == nil {
+				return fmt.Errorf("%w: completion bash|zsh|fish|powershell", ErrUsage)
+			}
+			return shells[args[0]](env.Stdout)
+		},
 	}
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// leaf starts a command that does work. use is its name and arguments as
+// --help shows them ("reach CONTRACT..."); the arguments are checked by
+// the command itself, so that the message says what is missing.
+func leaf(use, short string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short}
+}
+
+// formats completes --format with the values a command accepts.
+func formats(cmd *cobra.Command, values ...string) {
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// flagCommand runs a command whose flags the standard flag package parses
+// (with newFlags and parse, as ambitctl's commands did before cobra): it
+// gets every argument after its name. --help prints its flags.
+func flagCommand(env *Env, use, short string, run func(ctx context.Context, env *Env, args []string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:                use,
+		Short:              short,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := run(cmd.Context(), env, args)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+// newFlags returns a flag set that reports errors instead of exiting, for
+// a [flagCommand].
 func newFlags(env *Env, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("ambitctl "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
@@ -109,11 +284,15 @@ func newFlags(env *Env, name string) *flag.FlagSet {
 
 // parse parses flags wherever they stand, so that "ledger at TIME --kernel
 // ADDR" works as well as "ledger at --kernel ADDR TIME"; the positional
-// arguments are left in fs.Args().
+// arguments are left in fs.Args(). --help prints the flags and returns
+// flag.ErrHelp.
 func parse(fs *flag.FlagSet, args []string) error {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
 			return fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 		args = fs.Args()

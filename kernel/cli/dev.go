@@ -11,6 +11,8 @@ import (
 
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // names collects a repeatable flag's values.
@@ -18,20 +20,26 @@ type names []string
 
 func (n *names) String() string     { return strings.Join(*n, ",") }
 func (n *names) Set(v string) error { *n = append(*n, v); return nil }
+func (n *names) Type() string       { return "NAME" }
 
-var _ flag.Value = (*names)(nil)
+var (
+	_ flag.Value  = (*names)(nil)
+	_ pflag.Value = (*names)(nil)
+)
 
-func runDevInit(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "dev init")
+func devInitCmd(env *Env) *cobra.Command {
+	cmd := leaf("init DIR", "create a local CA and a key folder per process in DIR (--agent NAME adds an agent)")
 	var agents names
-	fs.Var(&agents, "agent", "add an agent identity `NAME` to an existing (or new) PKI instead of the defaults; repeatable")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
+	cmd.Flags().Var(&agents, "agent", "add an agent identity `NAME` to an existing (or new) PKI instead of the defaults; repeatable")
+	cmd.RunE = func(_ *cobra.Command, args []string) error { return runDevInit(env, agents, args) }
+	return cmd
+}
+
+func runDevInit(env *Env, agents names, args []string) error {
+	if len(args) != 1 {
 		return fmt.Errorf("%w: dev init [--agent NAME]... DIR", ErrUsage)
 	}
-	root := fs.Arg(0)
+	root := args[0]
 	ids := pki.DefaultIdentities()
 	if len(agents) > 0 {
 		ids = nil

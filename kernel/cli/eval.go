@@ -10,18 +10,37 @@ import (
 	"github.com/ambitkernel/ambit/kernel/derive"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
+	"github.com/spf13/cobra"
 )
+
+// evalOptions are eval's flags.
+type evalOptions struct {
+	contract, proposal, now, format string
+}
+
+func evalCmd(env *Env) *cobra.Command {
+	cmd := leaf("eval --contract FILE --proposal FILE", "evaluate one proposal file under one contract file")
+	var o evalOptions
+	f := cmd.Flags()
+	f.StringVar(&o.contract, "contract", "", "contract file (YAML or JSON)")
+	f.StringVar(&o.proposal, "proposal", "", "proposal file: self-declared facts, optionally a tool call and the record's values (YAML or JSON)")
+	f.StringVar(&o.now, "now", "", "evaluation instant, RFC 3339 (default: the current time)")
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	formats(cmd, "text", "json")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runEval(cmd.Context(), env, &o, args) }
+	return cmd
+}
 
 // runEval evaluates in a goroutine of its own so that an interrupt
 // (SIGINT, SIGTERM: ctx ends) returns at once, whatever step it is in;
 // the evaluation itself has no side effect to wait for.
-func runEval(ctx context.Context, env *Env, args []string) error {
+func runEval(ctx context.Context, env *Env, o *evalOptions, args []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var out bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- evalOnce(&Env{Stdout: &out, Stderr: env.Stderr}, args) }()
+	go func() { done <- evalOnce(&Env{Stdout: &out, Stderr: env.Stderr}, o, args) }()
 	select {
 	case err := <-done:
 		if _, werr := env.Stdout.Write(out.Bytes()); err == nil {
@@ -33,30 +52,25 @@ func runEval(ctx context.Context, env *Env, args []string) error {
 	}
 }
 
-func evalOnce(env *Env, args []string) error {
-	fs := newFlags(env, "eval")
-	contractFile := fs.String("contract", "", "contract file (YAML or JSON)")
-	proposalFile := fs.String("proposal", "", "proposal file: self-declared facts, optionally a tool call and the record's values (YAML or JSON)")
-	nowFlag := fs.String("now", "", "evaluation instant, RFC 3339 (default: the current time)")
-	format := fs.String("format", "text", "output format: text or json")
-	if err := parse(fs, args); err != nil {
+func evalOnce(env *Env, o *evalOptions, args []string) error {
+	if err := checkFormat(o.format); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
-		return err
+	if len(args) > 0 {
+		return fmt.Errorf("%w: eval takes no arguments, got %q", ErrUsage, args)
 	}
-	if *contractFile == "" || *proposalFile == "" {
+	if o.contract == "" || o.proposal == "" {
 		return fmt.Errorf("%w: eval needs --contract FILE and --proposal FILE", ErrUsage)
 	}
 	now := time.Now().UTC()
-	if *nowFlag != "" {
-		t, err := time.Parse(time.RFC3339, *nowFlag)
+	if o.now != "" {
+		t, err := time.Parse(time.RFC3339, o.now)
 		if err != nil {
 			return fmt.Errorf("%w: --now: %w", ErrUsage, err)
 		}
 		now = t
 	}
-	c, err := contract.Load(*contractFile)
+	c, err := contract.Load(o.contract)
 	if err != nil {
 		return err
 	}
@@ -64,21 +78,21 @@ func evalOnce(env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := contract.LoadProposal(*proposalFile)
+	p, err := contract.LoadProposal(o.proposal)
 	if err != nil {
 		return err
 	}
 	facts := contract.Facts(p.Facts)
 	if p.Call != nil {
 		if err := deriveCall(&facts, compiled, p); err != nil {
-			return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
+			return fmt.Errorf("evaluate %s: %w", o.proposal, err)
 		}
 	}
 	var d evaluate.Decision
 	if err := evaluate.Evaluate(&facts, compiled.Eval, now, &d); err != nil {
-		return fmt.Errorf("evaluate %s: %w", *proposalFile, err)
+		return fmt.Errorf("evaluate %s: %w", o.proposal, err)
 	}
-	if *format == "json" {
+	if o.format == "json" {
 		out, err := protoJSON(contract.DecisionProto(&d))
 		if err != nil {
 			return err

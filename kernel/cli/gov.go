@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,21 +12,30 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // govFlags are the flags every command that talks to a kernel's governance
-// listener shares.
+// listener shares. A stored context (ambitctl context) gives those not
+// given on the command line.
 type govFlags struct {
-	kernel, kernelName, pkiDir, as string
-	timeout                        time.Duration
+	kernel, kernelName, pkiDir, as, context string
+	timeout                                 time.Duration
+	// flags tells which were given; resolved, that the context was read.
+	flags    *pflag.FlagSet
+	resolved bool
 }
 
-func (g *govFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener")
-	fs.StringVar(&g.kernelName, "kernel-name", "", "name the kernel's certificate must be valid for (default: the host of --kernel)")
-	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "the identity's key folder, or the dev PKI (ambitctl dev init) holding it as <as>/")
-	fs.StringVar(&g.as, "as", "governance", "identity to act as (a governance certificate)")
+func (g *govFlags) register(fs *pflag.FlagSet) {
+	g.flags = fs
+	fs.StringVar(&g.kernel, "kernel", "127.0.0.1:7703", "the kernel's governance listener (default: the context's, else this)")
+	fs.StringVar(&g.kernelName, "kernel-name", "", "name the kernel's certificate must be valid for (default: the context's, else the host of --kernel)")
+	fs.StringVar(&g.pkiDir, "pki", ".ambit/pki", "the identity's key folder, or the dev PKI (ambitctl dev init) holding it as <as>/ (default: the context's, else this)")
+	fs.StringVar(&g.as, "as", "governance", "identity to act as, a governance certificate (default: the context's, else this)")
+	fs.StringVar(&g.context, "context", "", "the stored context to use (default: the one in use; ambitctl context list)")
 	fs.DurationVar(&g.timeout, "timeout", 10*time.Second, "deadline for the call")
+	_ = fs.SetAnnotation("pki", cobra.BashCompSubdirsInDir, []string{})
 }
 
 // identityDir is the folder of --as: --pki itself when it holds the
@@ -42,6 +50,9 @@ func (g *govFlags) identityDir() string {
 // call runs fn against the governance listener, authenticated as --as,
 // within --timeout. The server must present a kernel's certificate.
 func (g *govFlags) call(ctx context.Context, fn func(context.Context, kernelv1.GovernanceServiceClient) error) error {
+	if err := g.withContext(); err != nil {
+		return err
+	}
 	tlsCfg, err := pki.ClientTLS(g.identityDir(), g.as, pki.Expect{Role: pki.RoleKernel, ServerName: g.kernelName})
 	if err != nil {
 		return err
@@ -56,45 +67,46 @@ func (g *govFlags) call(ctx context.Context, fn func(context.Context, kernelv1.G
 	return fn(ctx, kernelv1.NewGovernanceServiceClient(conn))
 }
 
-func runApprove(ctx context.Context, env *Env, args []string) error {
-	return decideApproval(ctx, env, args, true)
-}
-
-func runReject(ctx context.Context, env *Env, args []string) error {
-	return decideApproval(ctx, env, args, false)
-}
-
-func decideApproval(ctx context.Context, env *Env, args []string, approve bool) error {
+func approveCmd(env *Env, approve bool) *cobra.Command {
 	name := map[bool]string{true: "approve", false: "reject"}[approve]
-	fs := newFlags(env, name)
+	cmd := leaf(name+" APPROVAL_ID", name+" a pending approval as a governance identity")
 	var g govFlags
-	g.register(fs)
-	note := fs.String("note", "", "why")
-	if err := parse(fs, args); err != nil {
-		return err
+	g.register(cmd.Flags())
+	note := cmd.Flags().String("note", "", "why")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return decideApproval(cmd.Context(), env, &g, name, approve, *note, args)
 	}
-	if fs.NArg() != 1 {
+	return cmd
+}
+
+func decideApproval(ctx context.Context, env *Env, g *govFlags, name string, approve bool, note string, args []string) error {
+	if len(args) != 1 {
 		return fmt.Errorf("%w: %s [flags] APPROVAL_ID", ErrUsage, name)
 	}
 	var resp *kernelv1.DecideApprovalResponse
 	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-		resp, err = c.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: fs.Arg(0), Approve: approve, Note: *note})
+		resp, err = c.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: args[0], Approve: approve, Note: note})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, fs.Arg(0), err)
+		return fmt.Errorf("%s %s: %w", name, args[0], err)
 	}
 	a := resp.GetApproval()
 	fmt.Fprintf(env.Stdout, "%s %s by %s (task %s)\n", a.GetApprovalId(), strings.TrimPrefix(a.GetState().String(), "APPROVAL_STATE_"), a.GetDecidedBy(), a.GetTaskId())
 	return nil
 }
 
-func runApprovals(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "approvals")
+func approvalsCmd(env *Env) *cobra.Command {
+	cmd := leaf("approvals", "list pending approvals")
 	var g govFlags
-	g.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+	g.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runApprovals(cmd.Context(), env, &g, args) }
+	return cmd
+}
+
+func runApprovals(ctx context.Context, env *Env, g *govFlags, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: approvals takes no arguments, got %q", ErrUsage, args)
 	}
 	var resp *kernelv1.ListApprovalsResponse
 	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/spf13/pflag"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -26,7 +26,7 @@ type keyFlags struct {
 
 // register adds the flags; pkiDir is a --pki flag already registered, or
 // nil to register one.
-func (k *keyFlags) register(fs *flag.FlagSet, pkiDir *string) {
+func (k *keyFlags) register(fs *pflag.FlagSet, pkiDir *string) {
 	fs.StringVar(&k.keys, "keys", "", "public keys file: one \"KEY_ID BASE64_ED25519_KEY\" per line (default: the signing keys in --pki)")
 	fs.StringVar(&k.kernelKey, "kernel-key", "kernel", "key id of the kernel, which signs checkpoints")
 	fs.StringVar(&k.origin, "origin", "", "the log's origin (default: the one the checkpoint names)")

@@ -15,22 +15,25 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // read a stopped kernel's log
 )
 
-func runLedgerCheck(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "ledger check")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+func ledgerCheckCmd(env *Env) *cobra.Command {
+	cmd := leaf("check [DIR]", "run the authority-ledger fixtures (the shipped ones, or those in DIR)")
+	cmd.RunE = func(_ *cobra.Command, args []string) error { return runLedgerCheck(env, args) }
+	return cmd
+}
+
+func runLedgerCheck(env *Env, args []string) error {
 	var fixtures []canon.Fixture
 	var err error
-	switch fs.NArg() {
+	switch len(args) {
 	case 0:
 		fixtures, err = canon.ShippedFixtures()
 	case 1:
-		fixtures, err = canon.LoadFixtureDir(fs.Arg(0))
+		fixtures, err = canon.LoadFixtureDir(args[0])
 	default:
 		return fmt.Errorf("%w: ledger check [DIR]", ErrUsage)
 	}
@@ -91,31 +94,47 @@ func printFixture(w io.Writer, r canon.FixtureResult) {
 	}
 }
 
-func runLedgerVerify(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "ledger verify")
-	var g govFlags
-	g.register(fs)
-	var k keyFlags
-	k.register(fs, &g.pkiDir)
-	db := fs.String("db", "", "verify this kernel database file directly (the kernel may be stopped) instead of asking --kernel")
-	cp := fs.String("checkpoint", "", "with --db: a checkpoint file, or a checkpoint directory whose every checkpoint narrows down a bad entry")
-	if err := parse(fs, args); err != nil {
+// ledgerVerifyOptions are ledger verify's flags.
+type ledgerVerifyOptions struct {
+	gov            govFlags
+	keys           keyFlags
+	db, checkpoint string
+}
+
+func ledgerVerifyCmd(env *Env) *cobra.Command {
+	cmd := leaf("verify", "verify the kernel's log (against checkpoints: --db --checkpoint) and name the first bad entry")
+	var o ledgerVerifyOptions
+	fs := cmd.Flags()
+	o.gov.register(fs)
+	o.keys.register(fs, &o.gov.pkiDir)
+	fs.StringVar(&o.db, "db", "", "verify this kernel database file directly (the kernel may be stopped) instead of asking --kernel")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "with --db: a checkpoint file, or a checkpoint directory whose every checkpoint narrows down a bad entry")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runLedgerVerify(cmd.Context(), env, &o, args) }
+	return cmd
+}
+
+func runLedgerVerify(ctx context.Context, env *Env, o *ledgerVerifyOptions, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%w: ledger verify takes no arguments, got %q", ErrUsage, args)
+	}
+	// The context names the key folder the checkpoints are checked with.
+	if err := o.gov.withContext(); err != nil {
 		return err
 	}
-	if *db == "" {
-		if *cp != "" {
+	if o.db == "" {
+		if o.checkpoint != "" {
 			return fmt.Errorf("%w: --checkpoint needs --db (a running kernel checks its own checkpoints)", ErrUsage)
 		}
-		return verifyRemote(ctx, env, &g)
+		return verifyRemote(ctx, env, &o.gov)
 	}
 	var cps []checkpoint.Checkpoint
-	if *cp != "" {
+	if o.checkpoint != "" {
 		var err error
-		if cps, err = loadCheckpoints(*cp, &k); err != nil {
+		if cps, err = loadCheckpoints(o.checkpoint, &o.keys); err != nil {
 			return err
 		}
 	}
-	r, err := verifyDB(ctx, *db, checkpoint.Heads(cps))
+	r, err := verifyDB(ctx, o.db, checkpoint.Heads(cps))
 	if err != nil {
 		return err
 	}
@@ -189,18 +208,20 @@ func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (jou
 	return journal.Verify(ctx, db, trusted)
 }
 
-func runLedgerAt(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "ledger at")
+func ledgerAtCmd(env *Env) *cobra.Command {
+	cmd := leaf("at [TIME]", "list every canon item's class as it was at TIME (RFC 3339)")
 	var g govFlags
-	g.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+	g.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runLedgerAt(cmd.Context(), env, &g, args) }
+	return cmd
+}
+
+func runLedgerAt(ctx context.Context, env *Env, g *govFlags, args []string) error {
 	req := &kernelv1.ListItemsRequest{}
-	switch fs.NArg() {
+	switch len(args) {
 	case 0:
 	case 1:
-		at, err := time.Parse(time.RFC3339Nano, fs.Arg(0))
+		at, err := time.Parse(time.RFC3339Nano, args[0])
 		if err != nil {
 			return fmt.Errorf("%w: ledger at TIME: %w", ErrUsage, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/suite"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 	"sigs.k8s.io/yaml"
 )
@@ -25,6 +26,12 @@ func loadContract(arg string) (*contractv1.Contract, error) {
 		return contract.Profile(arg)
 	}
 	return nil, fmt.Errorf("%w: %q is neither a contract file nor a shipped profile (%s)", ErrUsage, arg, strings.Join(contract.ProfileNames(), ", "))
+}
+
+// profileNames completes a contract argument: the shipped profiles, or a
+// file.
+func profileNames(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return contract.ProfileNames(), cobra.ShellCompDirectiveDefault
 }
 
 // loadEpisodes reads a comma-separated list of shipped corpora ("seed",

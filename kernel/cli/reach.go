@@ -1,62 +1,65 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	"github.com/ambitkernel/ambit/kernel/chart"
 	"github.com/ambitkernel/ambit/kernel/reach"
+	"github.com/spf13/cobra"
 )
 
-func runReach(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "reach")
+func reachCmd(env *Env) *cobra.Command {
+	cmd := leaf("reach CONTRACT...", "list a contract's routes, the component granting each, its failure families and Ω (several compare)")
+	fs := cmd.Flags()
 	format := fs.String("format", "text", "output format: text, json or svg")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkFormatOf(*format, "text", "json", "svg"); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: reach needs CONTRACT (a file or a shipped profile), or several to compare", ErrUsage)
-	}
-	var invs []*reach.Inventory
-	for _, arg := range fs.Args() {
-		c, err := loadContract(arg)
-		if err != nil {
+	formats(cmd, "text", "json", "svg")
+	cmd.ValidArgsFunction = profileNames
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if err := checkFormatOf(*format, "text", "json", "svg"); err != nil {
 			return err
 		}
-		inv, err := reach.Of(c)
-		if err != nil {
+		if len(args) == 0 {
+			return fmt.Errorf("%w: reach needs CONTRACT (a file or a shipped profile), or several to compare", ErrUsage)
+		}
+		var invs []*reach.Inventory
+		for _, arg := range args {
+			c, err := loadContract(arg)
+			if err != nil {
+				return err
+			}
+			inv, err := reach.Of(c)
+			if err != nil {
+				return err
+			}
+			invs = append(invs, inv)
+		}
+		switch *format {
+		case "json":
+			if len(invs) == 1 {
+				return writeJSON(env.Stdout, reachJSON(invs[0]))
+			}
+			var all []any
+			for _, inv := range invs {
+				all = append(all, reachJSON(inv))
+			}
+			return writeJSON(env.Stdout, all)
+		case "svg":
+			svg, err := chart.SVG(reachPanels(invs)...)
+			if err != nil {
+				return err
+			}
+			_, err = env.Stdout.Write(svg)
 			return err
 		}
-		invs = append(invs, inv)
-	}
-	switch *format {
-	case "json":
-		if len(invs) == 1 {
-			return writeJSON(env.Stdout, reachJSON(invs[0]))
-		}
-		var all []any
+		var parts []string
 		for _, inv := range invs {
-			all = append(all, reachJSON(inv))
+			parts = append(parts, reach.Text(inv))
 		}
-		return writeJSON(env.Stdout, all)
-	case "svg":
-		svg, err := chart.SVG(reachPanels(invs)...)
-		if err != nil {
-			return err
-		}
-		_, err = env.Stdout.Write(svg)
+		_, err := fmt.Fprint(env.Stdout, strings.Join(parts, "\n"))
 		return err
 	}
-	var parts []string
-	for _, inv := range invs {
-		parts = append(parts, reach.Text(inv))
-	}
-	_, err := fmt.Fprint(env.Stdout, strings.Join(parts, "\n"))
-	return err
+	return cmd
 }
 
 type reachReport struct {

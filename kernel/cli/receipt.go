@@ -10,29 +10,41 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
+	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 )
 
-func runReceiptExport(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "receipt export")
-	var g govFlags
-	g.register(fs)
-	out := fs.String("out", "", "write the bundle here (default RECEIPT_ID.bundle)")
-	cpOut := fs.String("checkpoint-out", "", "also write the checkpoint the bundle is proven against here")
-	size := fs.Uint64("tree-size", 0, "prove against the kernel's checkpoint of this size (default: its latest)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
+// receiptExportOptions are receipt export's flags.
+type receiptExportOptions struct {
+	gov               govFlags
+	out, checkpointTo string
+	treeSize          uint64
+}
+
+func receiptExportCmd(env *Env) *cobra.Command {
+	cmd := leaf("export RECEIPT_ID", "fetch a receipt from the kernel as a bundle that verifies offline")
+	var o receiptExportOptions
+	fs := cmd.Flags()
+	o.gov.register(fs)
+	fs.StringVar(&o.out, "out", "", "write the bundle here (default RECEIPT_ID.bundle)")
+	fs.StringVar(&o.checkpointTo, "checkpoint-out", "", "also write the checkpoint the bundle is proven against here")
+	fs.Uint64Var(&o.treeSize, "tree-size", 0, "prove against the kernel's checkpoint of this size (default: its latest)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runReceiptExport(cmd.Context(), env, &o, args) }
+	return cmd
+}
+
+func runReceiptExport(ctx context.Context, env *Env, o *receiptExportOptions, args []string) error {
+	if len(args) != 1 {
 		return fmt.Errorf("%w: receipt export [flags] RECEIPT_ID", ErrUsage)
 	}
-	id := fs.Arg(0)
-	if *out == "" {
-		*out = id + ".bundle"
+	out, cpOut, size := o.out, o.checkpointTo, o.treeSize
+	id := args[0]
+	if out == "" {
+		out = id + ".bundle"
 	}
 	var resp *kernelv1.ExportReceiptResponse
-	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-		resp, err = c.ExportReceipt(ctx, &kernelv1.ExportReceiptRequest{ReceiptId: id, TreeSize: *size})
+	err := o.gov.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.ExportReceipt(ctx, &kernelv1.ExportReceiptRequest{ReceiptId: id, TreeSize: size})
 		return err
 	})
 	if err != nil {
@@ -42,31 +54,34 @@ func runReceiptExport(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(*out, data, 0o600); err != nil {
+	if err := os.WriteFile(out, data, 0o600); err != nil {
 		return fmt.Errorf("export %s: %w", id, err)
 	}
-	if *cpOut != "" {
-		if err := os.WriteFile(*cpOut, resp.GetBundle().GetCheckpoint(), 0o600); err != nil {
+	if cpOut != "" {
+		if err := os.WriteFile(cpOut, resp.GetBundle().GetCheckpoint(), 0o600); err != nil {
 			return fmt.Errorf("export %s: %w", id, err)
 		}
 	}
 	b := resp.GetBundle()
-	fmt.Fprintf(env.Stdout, "wrote %s: %s entry %d, proven against the checkpoint of size %d\n", *out, b.GetEntry().GetKind(), b.GetEntry().GetSeq(), b.GetInclusion().GetTreeSize())
+	fmt.Fprintf(env.Stdout, "wrote %s: %s entry %d, proven against the checkpoint of size %d\n", out, b.GetEntry().GetKind(), b.GetEntry().GetSeq(), b.GetInclusion().GetTreeSize())
 	return nil
 }
 
-func runReceiptVerify(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "receipt verify")
+func receiptVerifyCmd(env *Env) *cobra.Command {
+	cmd := leaf("verify BUNDLE", "verify a receipt bundle offline: signatures, checkpoint and inclusion proof")
 	var k keyFlags
-	k.register(fs, nil)
-	cp := fs.String("checkpoint", "", "a checkpoint you hold (e.g. a witness's); the bundle must be proven against its tree")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
+	k.register(cmd.Flags(), nil)
+	cp := cmd.Flags().String("checkpoint", "", "a checkpoint you hold (e.g. a witness's); the bundle must be proven against its tree")
+	cmd.RunE = func(_ *cobra.Command, args []string) error { return runReceiptVerify(env, &k, *cp, args) }
+	return cmd
+}
+
+func runReceiptVerify(env *Env, k *keyFlags, cpFile string, args []string) error {
+	if len(args) != 1 {
 		return fmt.Errorf("%w: receipt verify [flags] BUNDLE", ErrUsage)
 	}
-	data, err := os.ReadFile(fs.Arg(0))
+	bundleFile := args[0]
+	data, err := os.ReadFile(bundleFile)
 	if err != nil {
 		return fmt.Errorf("receipt verify: %w", err)
 	}
@@ -75,15 +90,15 @@ func runReceiptVerify(_ context.Context, env *Env, args []string) error {
 		return err
 	}
 	fail := func(format string, args ...any) error {
-		fmt.Fprintf(env.Stdout, "FAIL  %s: %s\n", fs.Arg(0), fmt.Sprintf(format, args...))
+		fmt.Fprintf(env.Stdout, "FAIL  %s: %s\n", bundleFile, fmt.Sprintf(format, args...))
 		return ErrFailed
 	}
 	// The log's verifier comes from the held checkpoint when there is one:
 	// then the bundle's checkpoint must be of the same log.
 	var held *checkpoint.Checkpoint
 	verifierNote := bundleNote(data)
-	if *cp != "" {
-		if verifierNote, err = os.ReadFile(*cp); err != nil {
+	if cpFile != "" {
+		if verifierNote, err = os.ReadFile(cpFile); err != nil {
 			return fmt.Errorf("receipt verify: %w", err)
 		}
 	}
@@ -94,10 +109,10 @@ func runReceiptVerify(_ context.Context, env *Env, args []string) error {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if *cp != "" {
+	if cpFile != "" {
 		c, err := checkpoint.Open(verifierNote, v)
 		if err != nil {
-			return fail("checkpoint %s: %v", *cp, err)
+			return fail("checkpoint %s: %v", cpFile, err)
 		}
 		held = &c
 	}
@@ -107,7 +122,7 @@ func runReceiptVerify(_ context.Context, env *Env, args []string) error {
 	}
 	if held != nil && (held.Head.Size != got.Checkpoint.Head.Size || held.Head.String() != got.Checkpoint.Head.String()) {
 		return fail("the bundle is proven against the tree of size %d (root %s), not the checkpoint %s of size %d (root %s): export it with --tree-size %d",
-			got.Checkpoint.Head.Size, got.Checkpoint.Head, *cp, held.Head.Size, held.Head, held.Head.Size)
+			got.Checkpoint.Head.Size, got.Checkpoint.Head, cpFile, held.Head.Size, held.Head, held.Head.Size)
 	}
 	fmt.Fprintf(env.Stdout, "OK  %s %s signed by %s; journal entry %d (leaf %d) is in %s at size %d, root %s\n",
 		strings.TrimPrefix(string(got.Receipt.ProtoReflect().Descriptor().FullName()), "ambit.receipt.v1."), got.Entry.Ref, got.KeyID,

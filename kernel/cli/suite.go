@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/chart"
 	"github.com/ambitkernel/ambit/kernel/suite"
+	"github.com/spf13/cobra"
 )
 
 type suiteReport struct {
@@ -25,68 +25,73 @@ type profileReport struct {
 	Extended suite.Metrics `json:"extended"`
 }
 
-func runSuite(_ context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "suite")
+func suiteCmd(env *Env) *cobra.Command {
+	cmd := leaf("suite", "run the seed's episodes and the extended families over the shipped profiles")
+	fs := cmd.Flags()
 	format := fs.String("format", "text", "output format: text (the seed's table), json, markdown or svg (the evaluation report)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := checkFormatOf(*format, "text", "json", "markdown", "svg"); err != nil {
-		return err
-	}
-	profiles, err := suite.ShippedProfiles()
-	if err != nil {
-		return err
-	}
-	corpora := map[string][]suite.Episode{}
-	var every []suite.Episode
-	for _, name := range suite.Corpora() {
-		eps, err := suite.Load(name)
+	formats(cmd, "text", "json", "markdown", "svg")
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if err := checkFormatOf(*format, "text", "json", "markdown", "svg"); err != nil {
+			return err
+		}
+		if len(args) > 0 {
+			return fmt.Errorf("%w: suite takes no arguments, got %q", ErrUsage, args)
+		}
+		profiles, err := suite.ShippedProfiles()
 		if err != nil {
 			return err
 		}
-		corpora[name] = eps
-		every = append(every, eps...)
-	}
-	seed := corpora[suite.Seed]
-	all := append(append([]suite.Episode(nil), seed...), corpora[suite.Extended]...)
-	seedResults, err := suite.Run(profiles, seed, suite.Now)
-	if err != nil {
-		return err
-	}
-	allResults, err := suite.Run(profiles, all, suite.Now)
-	if err != nil {
-		return err
-	}
-	report, err := suite.Evaluate(profiles, suite.Corpora(), every, suite.Now)
-	if err != nil {
-		return err
-	}
-	switch *format {
-	case "json":
-		r := suiteReport{Episodes: map[string]int{"seed": len(seed), "extended": len(all)}, Evaluation: report}
-		for i := range seedResults {
-			r.Profiles = append(r.Profiles, profileReport{
-				Profile: seedResults[i].Profile, Seed: seedResults[i].Metrics, Extended: allResults[i].Metrics,
-			})
+		corpora := map[string][]suite.Episode{}
+		var every []suite.Episode
+		for _, name := range suite.Corpora() {
+			eps, err := suite.Load(name)
+			if err != nil {
+				return err
+			}
+			corpora[name] = eps
+			every = append(every, eps...)
 		}
-		return writeJSON(env.Stdout, r)
-	case "markdown":
-		_, err := fmt.Fprint(env.Stdout, suite.Markdown(report))
-		return err
-	case "svg":
-		svg, err := chart.SVG(suitePanels(report)...)
+		seed := corpora[suite.Seed]
+		all := append(append([]suite.Episode(nil), seed...), corpora[suite.Extended]...)
+		seedResults, err := suite.Run(profiles, seed, suite.Now)
 		if err != nil {
 			return err
 		}
-		_, err = env.Stdout.Write(svg)
-		return err
+		allResults, err := suite.Run(profiles, all, suite.Now)
+		if err != nil {
+			return err
+		}
+		report, err := suite.Evaluate(profiles, suite.Corpora(), every, suite.Now)
+		if err != nil {
+			return err
+		}
+		switch *format {
+		case "json":
+			r := suiteReport{Episodes: map[string]int{"seed": len(seed), "extended": len(all)}, Evaluation: report}
+			for i := range seedResults {
+				r.Profiles = append(r.Profiles, profileReport{
+					Profile: seedResults[i].Profile, Seed: seedResults[i].Metrics, Extended: allResults[i].Metrics,
+				})
+			}
+			return writeJSON(env.Stdout, r)
+		case "markdown":
+			_, err := fmt.Fprint(env.Stdout, suite.Markdown(report))
+			return err
+		case "svg":
+			svg, err := chart.SVG(suitePanels(report)...)
+			if err != nil {
+				return err
+			}
+			_, err = env.Stdout.Write(svg)
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "seed suite (%d episodes, evaluated at %s)\n", len(seed), suite.Now.Format("2006-01-02T15:04:05Z07:00"))
+		fmt.Fprint(env.Stdout, suite.Format(seedResults))
+		fmt.Fprintf(env.Stdout, "\nextended suite (%d episodes: the seed's plus provenance, cumulative, irreversible, self-mutation and state-change families)\n", len(all))
+		fmt.Fprint(env.Stdout, suite.Format(allResults))
+		return nil
 	}
-	fmt.Fprintf(env.Stdout, "seed suite (%d episodes, evaluated at %s)\n", len(seed), suite.Now.Format("2006-01-02T15:04:05Z07:00"))
-	fmt.Fprint(env.Stdout, suite.Format(seedResults))
-	fmt.Fprintf(env.Stdout, "\nextended suite (%d episodes: the seed's plus provenance, cumulative, irreversible, self-mutation and state-change families)\n", len(all))
-	fmt.Fprint(env.Stdout, suite.Format(allResults))
-	return nil
+	return cmd
 }
 
 // suitePanels draws the evaluation report: the counted measures per

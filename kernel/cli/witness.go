@@ -8,26 +8,40 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal/witness"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
+	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/note"
 	"google.golang.org/protobuf/proto"
 )
 
-func runWitness(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "witness")
-	var g govFlags
-	g.register(fs)
-	var k keyFlags
-	k.register(fs, &g.pkiDir)
-	dir := fs.String("dir", "", "the witness's own folder (required)")
-	cpFile := fs.String("checkpoint", "", "check this checkpoint file instead of fetching the kernel's latest")
-	proofFile := fs.String("proof", "", "with --checkpoint: a consistency proof (binary ambit.log.v1.ConsistencyProof) from the last size the witness saw")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *dir == "" || fs.NArg() != 0 || (*proofFile != "" && *cpFile == "") {
+// witnessOptions are witness's flags.
+type witnessOptions struct {
+	gov                    govFlags
+	keys                   keyFlags
+	dir, checkpoint, proof string
+}
+
+func witnessCmd(env *Env) *cobra.Command {
+	cmd := leaf("witness --dir DIR", "check that the kernel's latest checkpoint extends the last one this witness kept")
+	var o witnessOptions
+	fs := cmd.Flags()
+	o.gov.register(fs)
+	o.keys.register(fs, &o.gov.pkiDir)
+	fs.StringVar(&o.dir, "dir", "", "the witness's own folder (required)")
+	fs.StringVar(&o.checkpoint, "checkpoint", "", "check this checkpoint file instead of fetching the kernel's latest")
+	fs.StringVar(&o.proof, "proof", "", "with --checkpoint: a consistency proof (binary ambit.log.v1.ConsistencyProof) from the last size the witness saw")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runWitness(cmd.Context(), env, &o, args) }
+	return cmd
+}
+
+func runWitness(ctx context.Context, env *Env, o *witnessOptions, args []string) error {
+	g, k, dir, cpFile, proofFile := &o.gov, &o.keys, &o.dir, &o.checkpoint, &o.proof
+	if *dir == "" || len(args) != 0 || (*proofFile != "" && *cpFile == "") {
 		return fmt.Errorf("%w: witness --dir DIR [--kernel ADDR | --checkpoint CP [--proof FILE]]", ErrUsage)
 	}
-	w, err := openWitness(*dir, &k, func() ([]byte, error) {
+	if err := g.withContext(); err != nil {
+		return err
+	}
+	w, err := openWitness(*dir, k, func() ([]byte, error) {
 		if *cpFile != "" {
 			return os.ReadFile(*cpFile)
 		}

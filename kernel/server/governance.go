@@ -134,6 +134,19 @@ func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHand
 	return &kernelv1.DeriveHandoffResponse{Item: classified(c)}, nil
 }
 
+// ListTasks lists bound tasks, a page at a time.
+func (s *Governance) ListTasks(ctx context.Context, req *kernelv1.ListTasksRequest) (*kernelv1.ListTasksResponse, error) {
+	limit := int(req.GetLimit())
+	if limit == 0 {
+		limit = 100
+	}
+	tasks, next, err := s.K.Tasks(ctx, authority.TaskQuery{Agent: req.GetAgent(), ItemID: req.GetContractItemId(), After: req.GetAfterTaskId(), Limit: limit})
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.ListTasksResponse{Tasks: tasks, NextAfterTaskId: next}, nil
+}
+
 // ListApprovals lists approvals.
 func (s *Governance) ListApprovals(ctx context.Context, req *kernelv1.ListApprovalsRequest) (*kernelv1.ListApprovalsResponse, error) {
 	a, err := s.K.Approvals(ctx, req.GetState())

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,15 +16,25 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cli.Main(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, cli.ErrFailed) {
-			fmt.Fprintln(os.Stderr, "ambitctl:", err)
-		}
-		if errors.Is(err, cli.ErrUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(code)
+}
+
+// run runs ambitctl and returns its exit code: 0 on success (--help and
+// --version included), 2 for a command line that could not be
+// understood, 1 for anything else.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := cli.Main(ctx, &cli.Env{Stdout: stdout, Stderr: stderr}, args)
+	if err == nil {
+		return 0
 	}
+	// A failed check has already said what failed.
+	if !errors.Is(err, cli.ErrFailed) {
+		fmt.Fprintln(stderr, "ambitctl:", err)
+	}
+	if errors.Is(err, cli.ErrUsage) {
+		return 2
+	}
+	return 1
 }

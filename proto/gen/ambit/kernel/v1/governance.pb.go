@@ -7,6 +7,7 @@
 package kernelv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	v12 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	v11 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	v1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
@@ -825,6 +826,237 @@ func (x *DeriveHandoffResponse) GetItem() *v1.ClassifiedItem {
 	return nil
 }
 
+// ListTasksRequest filters and pages the tasks.
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only the tasks this agent acts on; empty lists every agent's.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Only the tasks bound to this contract item; empty lists every item's.
+	ContractItemId string `protobuf:"bytes,2,opt,name=contract_item_id,json=contractItemId,proto3" json:"contract_item_id,omitempty"`
+	// Return the tasks whose identifier sorts after this one: the last
+	// task_id of the previous page.
+	AfterTaskId string `protobuf:"bytes,3,opt,name=after_task_id,json=afterTaskId,proto3" json:"after_task_id,omitempty"`
+	// At most this many (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListTasksRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetContractItemId() string {
+	if x != nil {
+		return x.ContractItemId
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetAfterTaskId() string {
+	if x != nil {
+		return x.AfterTaskId
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListTasksResponse is one page of tasks.
+type ListTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Matching tasks, ordered by task_id.
+	Tasks []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// The task_id to pass as after_task_id for the next page; empty on the
+	// last page.
+	NextAfterTaskId string `protobuf:"bytes,2,opt,name=next_after_task_id,json=nextAfterTaskId,proto3" json:"next_after_task_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListTasksResponse) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ListTasksResponse) GetNextAfterTaskId() string {
+	if x != nil {
+		return x.NextAfterTaskId
+	}
+	return ""
+}
+
+// Task is a task's binding to a contract and an agent.
+type Task struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The contract item the task is bound to.
+	ContractItemId string `protobuf:"bytes,2,opt,name=contract_item_id,json=contractItemId,proto3" json:"contract_item_id,omitempty"`
+	// The agent (certificate name) that acts on the task.
+	Agent string `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	// The contract item's computed class now; only a CANONICAL contract
+	// yields ALLOW decisions.
+	ContractClass v1.CanonClass `protobuf:"varint,4,opt,name=contract_class,json=contractClass,proto3,enum=ambit.ledger.v1.CanonClass" json:"contract_class,omitempty"`
+	// The contract's contract_id, e.g. "expense-refund".
+	ContractId string `protobuf:"bytes,5,opt,name=contract_id,json=contractId,proto3" json:"contract_id,omitempty"`
+	// The contract's version.
+	ContractVersion string `protobuf:"bytes,6,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
+	// The contract grants nothing after this instant.
+	ValidUntil    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=valid_until,json=validUntil,proto3" json:"valid_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Task) Reset() {
+	*x = Task{}
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Task) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Task) ProtoMessage() {}
+
+func (x *Task) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Task.ProtoReflect.Descriptor instead.
+func (*Task) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Task) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Task) GetContractItemId() string {
+	if x != nil {
+		return x.ContractItemId
+	}
+	return ""
+}
+
+func (x *Task) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *Task) GetContractClass() v1.CanonClass {
+	if x != nil {
+		return x.ContractClass
+	}
+	return v1.CanonClass(0)
+}
+
+func (x *Task) GetContractId() string {
+	if x != nil {
+		return x.ContractId
+	}
+	return ""
+}
+
+func (x *Task) GetContractVersion() string {
+	if x != nil {
+		return x.ContractVersion
+	}
+	return ""
+}
+
+func (x *Task) GetValidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidUntil
+	}
+	return nil
+}
+
 // Approval is one request for independent approval.
 type Approval struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -852,7 +1084,7 @@ type Approval struct {
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[14]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -864,7 +1096,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[14]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -877,7 +1109,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{14}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Approval) GetApprovalId() string {
@@ -954,7 +1186,7 @@ type ListApprovalsRequest struct {
 
 func (x *ListApprovalsRequest) Reset() {
 	*x = ListApprovalsRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[15]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1198,7 @@ func (x *ListApprovalsRequest) String() string {
 func (*ListApprovalsRequest) ProtoMessage() {}
 
 func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[15]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1211,7 @@ func (x *ListApprovalsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsRequest.ProtoReflect.Descriptor instead.
 func (*ListApprovalsRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{15}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListApprovalsRequest) GetState() ApprovalState {
@@ -1000,7 +1232,7 @@ type ListApprovalsResponse struct {
 
 func (x *ListApprovalsResponse) Reset() {
 	*x = ListApprovalsResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[16]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1244,7 @@ func (x *ListApprovalsResponse) String() string {
 func (*ListApprovalsResponse) ProtoMessage() {}
 
 func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[16]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1257,7 @@ func (x *ListApprovalsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListApprovalsResponse.ProtoReflect.Descriptor instead.
 func (*ListApprovalsResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{16}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListApprovalsResponse) GetApprovals() []*Approval {
@@ -1050,7 +1282,7 @@ type DecideApprovalRequest struct {
 
 func (x *DecideApprovalRequest) Reset() {
 	*x = DecideApprovalRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[17]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1294,7 @@ func (x *DecideApprovalRequest) String() string {
 func (*DecideApprovalRequest) ProtoMessage() {}
 
 func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[17]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1307,7 @@ func (x *DecideApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalRequest.ProtoReflect.Descriptor instead.
 func (*DecideApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{17}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DecideApprovalRequest) GetApprovalId() string {
@@ -1110,7 +1342,7 @@ type DecideApprovalResponse struct {
 
 func (x *DecideApprovalResponse) Reset() {
 	*x = DecideApprovalResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[18]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1354,7 @@ func (x *DecideApprovalResponse) String() string {
 func (*DecideApprovalResponse) ProtoMessage() {}
 
 func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[18]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1367,7 @@ func (x *DecideApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideApprovalResponse.ProtoReflect.Descriptor instead.
 func (*DecideApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{18}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DecideApprovalResponse) GetApproval() *Approval {
@@ -1156,7 +1388,7 @@ type ListCommitmentsRequest struct {
 
 func (x *ListCommitmentsRequest) Reset() {
 	*x = ListCommitmentsRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[19]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1400,7 @@ func (x *ListCommitmentsRequest) String() string {
 func (*ListCommitmentsRequest) ProtoMessage() {}
 
 func (x *ListCommitmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[19]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1413,7 @@ func (x *ListCommitmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommitmentsRequest.ProtoReflect.Descriptor instead.
 func (*ListCommitmentsRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{19}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListCommitmentsRequest) GetTaskId() string {
@@ -1202,7 +1434,7 @@ type ListCommitmentsResponse struct {
 
 func (x *ListCommitmentsResponse) Reset() {
 	*x = ListCommitmentsResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[20]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1446,7 @@ func (x *ListCommitmentsResponse) String() string {
 func (*ListCommitmentsResponse) ProtoMessage() {}
 
 func (x *ListCommitmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[20]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1459,7 @@ func (x *ListCommitmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCommitmentsResponse.ProtoReflect.Descriptor instead.
 func (*ListCommitmentsResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{20}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListCommitmentsResponse) GetCommitments() []*v12.Commitment {
@@ -1250,7 +1482,7 @@ type ListEntriesRequest struct {
 
 func (x *ListEntriesRequest) Reset() {
 	*x = ListEntriesRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[21]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1494,7 @@ func (x *ListEntriesRequest) String() string {
 func (*ListEntriesRequest) ProtoMessage() {}
 
 func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[21]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1507,7 @@ func (x *ListEntriesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesRequest.ProtoReflect.Descriptor instead.
 func (*ListEntriesRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{21}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListEntriesRequest) GetAfterSeq() int64 {
@@ -1303,7 +1535,7 @@ type ListEntriesResponse struct {
 
 func (x *ListEntriesResponse) Reset() {
 	*x = ListEntriesResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[22]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1547,7 @@ func (x *ListEntriesResponse) String() string {
 func (*ListEntriesResponse) ProtoMessage() {}
 
 func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[22]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1560,7 @@ func (x *ListEntriesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListEntriesResponse.ProtoReflect.Descriptor instead.
 func (*ListEntriesResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{22}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListEntriesResponse) GetEntries() []*v1.Entry {
@@ -1347,7 +1579,7 @@ type VerifyLogRequest struct {
 
 func (x *VerifyLogRequest) Reset() {
 	*x = VerifyLogRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[23]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1591,7 @@ func (x *VerifyLogRequest) String() string {
 func (*VerifyLogRequest) ProtoMessage() {}
 
 func (x *VerifyLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[23]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1604,7 @@ func (x *VerifyLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyLogRequest.ProtoReflect.Descriptor instead.
 func (*VerifyLogRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{23}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{26}
 }
 
 // VerifyLogResponse reports the verification.
@@ -1397,7 +1629,7 @@ type VerifyLogResponse struct {
 
 func (x *VerifyLogResponse) Reset() {
 	*x = VerifyLogResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[24]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1641,7 @@ func (x *VerifyLogResponse) String() string {
 func (*VerifyLogResponse) ProtoMessage() {}
 
 func (x *VerifyLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[24]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1654,7 @@ func (x *VerifyLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyLogResponse.ProtoReflect.Descriptor instead.
 func (*VerifyLogResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{24}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *VerifyLogResponse) GetOk() bool {
@@ -1476,7 +1708,7 @@ type GetCheckpointRequest struct {
 
 func (x *GetCheckpointRequest) Reset() {
 	*x = GetCheckpointRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1720,7 @@ func (x *GetCheckpointRequest) String() string {
 func (*GetCheckpointRequest) ProtoMessage() {}
 
 func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[25]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1733,7 @@ func (x *GetCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*GetCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{25}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{28}
 }
 
 // GetCheckpointResponse carries the latest checkpoint.
@@ -1515,7 +1747,7 @@ type GetCheckpointResponse struct {
 
 func (x *GetCheckpointResponse) Reset() {
 	*x = GetCheckpointResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1759,7 @@ func (x *GetCheckpointResponse) String() string {
 func (*GetCheckpointResponse) ProtoMessage() {}
 
 func (x *GetCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[26]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1772,7 @@ func (x *GetCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*GetCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{26}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetCheckpointResponse) GetCheckpoint() *v13.Checkpoint {
@@ -1564,7 +1796,7 @@ type GetInclusionProofRequest struct {
 
 func (x *GetInclusionProofRequest) Reset() {
 	*x = GetInclusionProofRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1808,7 @@ func (x *GetInclusionProofRequest) String() string {
 func (*GetInclusionProofRequest) ProtoMessage() {}
 
 func (x *GetInclusionProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[27]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1821,7 @@ func (x *GetInclusionProofRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInclusionProofRequest.ProtoReflect.Descriptor instead.
 func (*GetInclusionProofRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{27}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetInclusionProofRequest) GetLeafIndex() uint64 {
@@ -1619,7 +1851,7 @@ type GetInclusionProofResponse struct {
 
 func (x *GetInclusionProofResponse) Reset() {
 	*x = GetInclusionProofResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1863,7 @@ func (x *GetInclusionProofResponse) String() string {
 func (*GetInclusionProofResponse) ProtoMessage() {}
 
 func (x *GetInclusionProofResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[28]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1876,7 @@ func (x *GetInclusionProofResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInclusionProofResponse.ProtoReflect.Descriptor instead.
 func (*GetInclusionProofResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{28}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetInclusionProofResponse) GetProof() *v13.InclusionProof {
@@ -1675,7 +1907,7 @@ type GetConsistencyProofRequest struct {
 
 func (x *GetConsistencyProofRequest) Reset() {
 	*x = GetConsistencyProofRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1919,7 @@ func (x *GetConsistencyProofRequest) String() string {
 func (*GetConsistencyProofRequest) ProtoMessage() {}
 
 func (x *GetConsistencyProofRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[29]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1932,7 @@ func (x *GetConsistencyProofRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsistencyProofRequest.ProtoReflect.Descriptor instead.
 func (*GetConsistencyProofRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{29}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetConsistencyProofRequest) GetFromSize() uint64 {
@@ -1730,7 +1962,7 @@ type GetConsistencyProofResponse struct {
 
 func (x *GetConsistencyProofResponse) Reset() {
 	*x = GetConsistencyProofResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1974,7 @@ func (x *GetConsistencyProofResponse) String() string {
 func (*GetConsistencyProofResponse) ProtoMessage() {}
 
 func (x *GetConsistencyProofResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[30]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1987,7 @@ func (x *GetConsistencyProofResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsistencyProofResponse.ProtoReflect.Descriptor instead.
 func (*GetConsistencyProofResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{30}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetConsistencyProofResponse) GetProof() *v13.ConsistencyProof {
@@ -1788,7 +2020,7 @@ type ExportReceiptRequest struct {
 
 func (x *ExportReceiptRequest) Reset() {
 	*x = ExportReceiptRequest{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +2032,7 @@ func (x *ExportReceiptRequest) String() string {
 func (*ExportReceiptRequest) ProtoMessage() {}
 
 func (x *ExportReceiptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[31]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +2045,7 @@ func (x *ExportReceiptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReceiptRequest.ProtoReflect.Descriptor instead.
 func (*ExportReceiptRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{31}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ExportReceiptRequest) GetReceiptId() string {
@@ -1841,7 +2073,7 @@ type ExportReceiptResponse struct {
 
 func (x *ExportReceiptResponse) Reset() {
 	*x = ExportReceiptResponse{}
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2085,7 @@ func (x *ExportReceiptResponse) String() string {
 func (*ExportReceiptResponse) ProtoMessage() {}
 
 func (x *ExportReceiptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[32]
+	mi := &file_ambit_kernel_v1_governance_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2098,7 @@ func (x *ExportReceiptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExportReceiptResponse.ProtoReflect.Descriptor instead.
 func (*ExportReceiptResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{32}
+	return file_ambit_kernel_v1_governance_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExportReceiptResponse) GetBundle() *v13.ReceiptBundle {
@@ -1880,7 +2112,7 @@ var File_ambit_kernel_v1_governance_proto protoreflect.FileDescriptor
 
 const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\n" +
-	" ambit/kernel/v1/governance.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1cambit/ledger/v1/ledger.proto\x1a\x16ambit/log/v1/log.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
+	" ambit/kernel/v1/governance.proto\x12\x0fambit.kernel.v1\x1a\x1aambit/agent/v1/agent.proto\x1a ambit/contract/v1/contract.proto\x1a\x1cambit/ledger/v1/ledger.proto\x1a\x16ambit/log/v1/log.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n" +
 	"\x12ProposeItemRequest\x12.\n" +
 	"\x04item\x18\x01 \x01(\v2\x1a.ambit.ledger.v1.CanonItemR\x04item\"J\n" +
 	"\x13ProposeItemResponse\x123\n" +
@@ -1920,7 +2152,26 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\vchild_agent\x18\x05 \x01(\tR\n" +
 	"childAgent\"L\n" +
 	"\x15DeriveHandoffResponse\x123\n" +
-	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\x81\x03\n" +
+	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\xb6\x01\n" +
+	"\x10ListTasksRequest\x12\x1e\n" +
+	"\x05agent\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x05agent\x122\n" +
+	"\x10contract_item_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x0econtractItemId\x12,\n" +
+	"\rafter_task_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\vafterTaskId\x12 \n" +
+	"\x05limit\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x05limit\"m\n" +
+	"\x11ListTasksResponse\x12+\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x15.ambit.kernel.v1.TaskR\x05tasks\x12+\n" +
+	"\x12next_after_task_id\x18\x02 \x01(\tR\x0fnextAfterTaskId\"\xac\x02\n" +
+	"\x04Task\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12(\n" +
+	"\x10contract_item_id\x18\x02 \x01(\tR\x0econtractItemId\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12B\n" +
+	"\x0econtract_class\x18\x04 \x01(\x0e2\x1b.ambit.ledger.v1.CanonClassR\rcontractClass\x12\x1f\n" +
+	"\vcontract_id\x18\x05 \x01(\tR\n" +
+	"contractId\x12)\n" +
+	"\x10contract_version\x18\x06 \x01(\tR\x0fcontractVersion\x12;\n" +
+	"\vvalid_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"validUntil\"\x81\x03\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1997,7 +2248,7 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x17APPROVAL_STATE_APPROVED\x10\x02\x12\x1b\n" +
 	"\x17APPROVAL_STATE_REJECTED\x10\x03\x12\x1b\n" +
 	"\x17APPROVAL_STATE_CONSUMED\x10\x04\x12\x1c\n" +
-	"\x18APPROVAL_STATE_CANCELLED\x10\x052\x87\f\n" +
+	"\x18APPROVAL_STATE_CANCELLED\x10\x052\xdb\f\n" +
 	"\x11GovernanceService\x12X\n" +
 	"\vProposeItem\x12#.ambit.kernel.v1.ProposeItemRequest\x1a$.ambit.kernel.v1.ProposeItemResponse\x12X\n" +
 	"\vPromoteItem\x12#.ambit.kernel.v1.PromoteItemRequest\x1a$.ambit.kernel.v1.PromoteItemResponse\x12^\n" +
@@ -2005,7 +2256,8 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x0fResolveConflict\x12'.ambit.kernel.v1.ResolveConflictRequest\x1a(.ambit.kernel.v1.ResolveConflictResponse\x12R\n" +
 	"\tListItems\x12!.ambit.kernel.v1.ListItemsRequest\x1a\".ambit.kernel.v1.ListItemsResponse\x12O\n" +
 	"\bBindTask\x12 .ambit.kernel.v1.BindTaskRequest\x1a!.ambit.kernel.v1.BindTaskResponse\x12^\n" +
-	"\rDeriveHandoff\x12%.ambit.kernel.v1.DeriveHandoffRequest\x1a&.ambit.kernel.v1.DeriveHandoffResponse\x12^\n" +
+	"\rDeriveHandoff\x12%.ambit.kernel.v1.DeriveHandoffRequest\x1a&.ambit.kernel.v1.DeriveHandoffResponse\x12R\n" +
+	"\tListTasks\x12!.ambit.kernel.v1.ListTasksRequest\x1a\".ambit.kernel.v1.ListTasksResponse\x12^\n" +
 	"\rListApprovals\x12%.ambit.kernel.v1.ListApprovalsRequest\x1a&.ambit.kernel.v1.ListApprovalsResponse\x12a\n" +
 	"\x0eDecideApproval\x12&.ambit.kernel.v1.DecideApprovalRequest\x1a'.ambit.kernel.v1.DecideApprovalResponse\x12d\n" +
 	"\x0fListCommitments\x12'.ambit.kernel.v1.ListCommitmentsRequest\x1a(.ambit.kernel.v1.ListCommitmentsResponse\x12X\n" +
@@ -2030,7 +2282,7 @@ func file_ambit_kernel_v1_governance_proto_rawDescGZIP() []byte {
 }
 
 var file_ambit_kernel_v1_governance_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ambit_kernel_v1_governance_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_ambit_kernel_v1_governance_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_ambit_kernel_v1_governance_proto_goTypes = []any{
 	(ApprovalState)(0),                  // 0: ambit.kernel.v1.ApprovalState
 	(*ProposeItemRequest)(nil),          // 1: ambit.kernel.v1.ProposeItemRequest
@@ -2047,102 +2299,111 @@ var file_ambit_kernel_v1_governance_proto_goTypes = []any{
 	(*BindTaskResponse)(nil),            // 12: ambit.kernel.v1.BindTaskResponse
 	(*DeriveHandoffRequest)(nil),        // 13: ambit.kernel.v1.DeriveHandoffRequest
 	(*DeriveHandoffResponse)(nil),       // 14: ambit.kernel.v1.DeriveHandoffResponse
-	(*Approval)(nil),                    // 15: ambit.kernel.v1.Approval
-	(*ListApprovalsRequest)(nil),        // 16: ambit.kernel.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),       // 17: ambit.kernel.v1.ListApprovalsResponse
-	(*DecideApprovalRequest)(nil),       // 18: ambit.kernel.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil),      // 19: ambit.kernel.v1.DecideApprovalResponse
-	(*ListCommitmentsRequest)(nil),      // 20: ambit.kernel.v1.ListCommitmentsRequest
-	(*ListCommitmentsResponse)(nil),     // 21: ambit.kernel.v1.ListCommitmentsResponse
-	(*ListEntriesRequest)(nil),          // 22: ambit.kernel.v1.ListEntriesRequest
-	(*ListEntriesResponse)(nil),         // 23: ambit.kernel.v1.ListEntriesResponse
-	(*VerifyLogRequest)(nil),            // 24: ambit.kernel.v1.VerifyLogRequest
-	(*VerifyLogResponse)(nil),           // 25: ambit.kernel.v1.VerifyLogResponse
-	(*GetCheckpointRequest)(nil),        // 26: ambit.kernel.v1.GetCheckpointRequest
-	(*GetCheckpointResponse)(nil),       // 27: ambit.kernel.v1.GetCheckpointResponse
-	(*GetInclusionProofRequest)(nil),    // 28: ambit.kernel.v1.GetInclusionProofRequest
-	(*GetInclusionProofResponse)(nil),   // 29: ambit.kernel.v1.GetInclusionProofResponse
-	(*GetConsistencyProofRequest)(nil),  // 30: ambit.kernel.v1.GetConsistencyProofRequest
-	(*GetConsistencyProofResponse)(nil), // 31: ambit.kernel.v1.GetConsistencyProofResponse
-	(*ExportReceiptRequest)(nil),        // 32: ambit.kernel.v1.ExportReceiptRequest
-	(*ExportReceiptResponse)(nil),       // 33: ambit.kernel.v1.ExportReceiptResponse
-	(*v1.CanonItem)(nil),                // 34: ambit.ledger.v1.CanonItem
-	(*v1.ClassifiedItem)(nil),           // 35: ambit.ledger.v1.ClassifiedItem
-	(*timestamppb.Timestamp)(nil),       // 36: google.protobuf.Timestamp
-	(*v1.HandoffFilter)(nil),            // 37: ambit.ledger.v1.HandoffFilter
-	(*v11.ToolCall)(nil),                // 38: ambit.contract.v1.ToolCall
-	(*v11.Reason)(nil),                  // 39: ambit.contract.v1.Reason
-	(*v12.Commitment)(nil),              // 40: ambit.agent.v1.Commitment
-	(*v1.Entry)(nil),                    // 41: ambit.ledger.v1.Entry
-	(*v13.Checkpoint)(nil),              // 42: ambit.log.v1.Checkpoint
-	(*v13.InclusionProof)(nil),          // 43: ambit.log.v1.InclusionProof
-	(*v13.ConsistencyProof)(nil),        // 44: ambit.log.v1.ConsistencyProof
-	(*v13.ReceiptBundle)(nil),           // 45: ambit.log.v1.ReceiptBundle
+	(*ListTasksRequest)(nil),            // 15: ambit.kernel.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 16: ambit.kernel.v1.ListTasksResponse
+	(*Task)(nil),                        // 17: ambit.kernel.v1.Task
+	(*Approval)(nil),                    // 18: ambit.kernel.v1.Approval
+	(*ListApprovalsRequest)(nil),        // 19: ambit.kernel.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),       // 20: ambit.kernel.v1.ListApprovalsResponse
+	(*DecideApprovalRequest)(nil),       // 21: ambit.kernel.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),      // 22: ambit.kernel.v1.DecideApprovalResponse
+	(*ListCommitmentsRequest)(nil),      // 23: ambit.kernel.v1.ListCommitmentsRequest
+	(*ListCommitmentsResponse)(nil),     // 24: ambit.kernel.v1.ListCommitmentsResponse
+	(*ListEntriesRequest)(nil),          // 25: ambit.kernel.v1.ListEntriesRequest
+	(*ListEntriesResponse)(nil),         // 26: ambit.kernel.v1.ListEntriesResponse
+	(*VerifyLogRequest)(nil),            // 27: ambit.kernel.v1.VerifyLogRequest
+	(*VerifyLogResponse)(nil),           // 28: ambit.kernel.v1.VerifyLogResponse
+	(*GetCheckpointRequest)(nil),        // 29: ambit.kernel.v1.GetCheckpointRequest
+	(*GetCheckpointResponse)(nil),       // 30: ambit.kernel.v1.GetCheckpointResponse
+	(*GetInclusionProofRequest)(nil),    // 31: ambit.kernel.v1.GetInclusionProofRequest
+	(*GetInclusionProofResponse)(nil),   // 32: ambit.kernel.v1.GetInclusionProofResponse
+	(*GetConsistencyProofRequest)(nil),  // 33: ambit.kernel.v1.GetConsistencyProofRequest
+	(*GetConsistencyProofResponse)(nil), // 34: ambit.kernel.v1.GetConsistencyProofResponse
+	(*ExportReceiptRequest)(nil),        // 35: ambit.kernel.v1.ExportReceiptRequest
+	(*ExportReceiptResponse)(nil),       // 36: ambit.kernel.v1.ExportReceiptResponse
+	(*v1.CanonItem)(nil),                // 37: ambit.ledger.v1.CanonItem
+	(*v1.ClassifiedItem)(nil),           // 38: ambit.ledger.v1.ClassifiedItem
+	(*timestamppb.Timestamp)(nil),       // 39: google.protobuf.Timestamp
+	(*v1.HandoffFilter)(nil),            // 40: ambit.ledger.v1.HandoffFilter
+	(v1.CanonClass)(0),                  // 41: ambit.ledger.v1.CanonClass
+	(*v11.ToolCall)(nil),                // 42: ambit.contract.v1.ToolCall
+	(*v11.Reason)(nil),                  // 43: ambit.contract.v1.Reason
+	(*v12.Commitment)(nil),              // 44: ambit.agent.v1.Commitment
+	(*v1.Entry)(nil),                    // 45: ambit.ledger.v1.Entry
+	(*v13.Checkpoint)(nil),              // 46: ambit.log.v1.Checkpoint
+	(*v13.InclusionProof)(nil),          // 47: ambit.log.v1.InclusionProof
+	(*v13.ConsistencyProof)(nil),        // 48: ambit.log.v1.ConsistencyProof
+	(*v13.ReceiptBundle)(nil),           // 49: ambit.log.v1.ReceiptBundle
 }
 var file_ambit_kernel_v1_governance_proto_depIdxs = []int32{
-	34, // 0: ambit.kernel.v1.ProposeItemRequest.item:type_name -> ambit.ledger.v1.CanonItem
-	35, // 1: ambit.kernel.v1.ProposeItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	35, // 2: ambit.kernel.v1.PromoteItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	35, // 3: ambit.kernel.v1.SupersedeItemResponse.old_item:type_name -> ambit.ledger.v1.ClassifiedItem
-	35, // 4: ambit.kernel.v1.SupersedeItemResponse.new_item:type_name -> ambit.ledger.v1.ClassifiedItem
-	35, // 5: ambit.kernel.v1.ResolveConflictResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	36, // 6: ambit.kernel.v1.ListItemsRequest.at:type_name -> google.protobuf.Timestamp
-	35, // 7: ambit.kernel.v1.ListItemsResponse.items:type_name -> ambit.ledger.v1.ClassifiedItem
-	35, // 8: ambit.kernel.v1.BindTaskResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	37, // 9: ambit.kernel.v1.DeriveHandoffRequest.filter:type_name -> ambit.ledger.v1.HandoffFilter
-	35, // 10: ambit.kernel.v1.DeriveHandoffResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
-	38, // 11: ambit.kernel.v1.Approval.call:type_name -> ambit.contract.v1.ToolCall
-	39, // 12: ambit.kernel.v1.Approval.reasons:type_name -> ambit.contract.v1.Reason
-	0,  // 13: ambit.kernel.v1.Approval.state:type_name -> ambit.kernel.v1.ApprovalState
-	36, // 14: ambit.kernel.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	0,  // 15: ambit.kernel.v1.ListApprovalsRequest.state:type_name -> ambit.kernel.v1.ApprovalState
-	15, // 16: ambit.kernel.v1.ListApprovalsResponse.approvals:type_name -> ambit.kernel.v1.Approval
-	15, // 17: ambit.kernel.v1.DecideApprovalResponse.approval:type_name -> ambit.kernel.v1.Approval
-	40, // 18: ambit.kernel.v1.ListCommitmentsResponse.commitments:type_name -> ambit.agent.v1.Commitment
-	41, // 19: ambit.kernel.v1.ListEntriesResponse.entries:type_name -> ambit.ledger.v1.Entry
-	42, // 20: ambit.kernel.v1.GetCheckpointResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
-	43, // 21: ambit.kernel.v1.GetInclusionProofResponse.proof:type_name -> ambit.log.v1.InclusionProof
-	42, // 22: ambit.kernel.v1.GetInclusionProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
-	44, // 23: ambit.kernel.v1.GetConsistencyProofResponse.proof:type_name -> ambit.log.v1.ConsistencyProof
-	42, // 24: ambit.kernel.v1.GetConsistencyProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
-	45, // 25: ambit.kernel.v1.ExportReceiptResponse.bundle:type_name -> ambit.log.v1.ReceiptBundle
-	1,  // 26: ambit.kernel.v1.GovernanceService.ProposeItem:input_type -> ambit.kernel.v1.ProposeItemRequest
-	3,  // 27: ambit.kernel.v1.GovernanceService.PromoteItem:input_type -> ambit.kernel.v1.PromoteItemRequest
-	5,  // 28: ambit.kernel.v1.GovernanceService.SupersedeItem:input_type -> ambit.kernel.v1.SupersedeItemRequest
-	7,  // 29: ambit.kernel.v1.GovernanceService.ResolveConflict:input_type -> ambit.kernel.v1.ResolveConflictRequest
-	9,  // 30: ambit.kernel.v1.GovernanceService.ListItems:input_type -> ambit.kernel.v1.ListItemsRequest
-	11, // 31: ambit.kernel.v1.GovernanceService.BindTask:input_type -> ambit.kernel.v1.BindTaskRequest
-	13, // 32: ambit.kernel.v1.GovernanceService.DeriveHandoff:input_type -> ambit.kernel.v1.DeriveHandoffRequest
-	16, // 33: ambit.kernel.v1.GovernanceService.ListApprovals:input_type -> ambit.kernel.v1.ListApprovalsRequest
-	18, // 34: ambit.kernel.v1.GovernanceService.DecideApproval:input_type -> ambit.kernel.v1.DecideApprovalRequest
-	20, // 35: ambit.kernel.v1.GovernanceService.ListCommitments:input_type -> ambit.kernel.v1.ListCommitmentsRequest
-	22, // 36: ambit.kernel.v1.GovernanceService.ListEntries:input_type -> ambit.kernel.v1.ListEntriesRequest
-	24, // 37: ambit.kernel.v1.GovernanceService.VerifyLog:input_type -> ambit.kernel.v1.VerifyLogRequest
-	26, // 38: ambit.kernel.v1.GovernanceService.GetCheckpoint:input_type -> ambit.kernel.v1.GetCheckpointRequest
-	28, // 39: ambit.kernel.v1.GovernanceService.GetInclusionProof:input_type -> ambit.kernel.v1.GetInclusionProofRequest
-	30, // 40: ambit.kernel.v1.GovernanceService.GetConsistencyProof:input_type -> ambit.kernel.v1.GetConsistencyProofRequest
-	32, // 41: ambit.kernel.v1.GovernanceService.ExportReceipt:input_type -> ambit.kernel.v1.ExportReceiptRequest
-	2,  // 42: ambit.kernel.v1.GovernanceService.ProposeItem:output_type -> ambit.kernel.v1.ProposeItemResponse
-	4,  // 43: ambit.kernel.v1.GovernanceService.PromoteItem:output_type -> ambit.kernel.v1.PromoteItemResponse
-	6,  // 44: ambit.kernel.v1.GovernanceService.SupersedeItem:output_type -> ambit.kernel.v1.SupersedeItemResponse
-	8,  // 45: ambit.kernel.v1.GovernanceService.ResolveConflict:output_type -> ambit.kernel.v1.ResolveConflictResponse
-	10, // 46: ambit.kernel.v1.GovernanceService.ListItems:output_type -> ambit.kernel.v1.ListItemsResponse
-	12, // 47: ambit.kernel.v1.GovernanceService.BindTask:output_type -> ambit.kernel.v1.BindTaskResponse
-	14, // 48: ambit.kernel.v1.GovernanceService.DeriveHandoff:output_type -> ambit.kernel.v1.DeriveHandoffResponse
-	17, // 49: ambit.kernel.v1.GovernanceService.ListApprovals:output_type -> ambit.kernel.v1.ListApprovalsResponse
-	19, // 50: ambit.kernel.v1.GovernanceService.DecideApproval:output_type -> ambit.kernel.v1.DecideApprovalResponse
-	21, // 51: ambit.kernel.v1.GovernanceService.ListCommitments:output_type -> ambit.kernel.v1.ListCommitmentsResponse
-	23, // 52: ambit.kernel.v1.GovernanceService.ListEntries:output_type -> ambit.kernel.v1.ListEntriesResponse
-	25, // 53: ambit.kernel.v1.GovernanceService.VerifyLog:output_type -> ambit.kernel.v1.VerifyLogResponse
-	27, // 54: ambit.kernel.v1.GovernanceService.GetCheckpoint:output_type -> ambit.kernel.v1.GetCheckpointResponse
-	29, // 55: ambit.kernel.v1.GovernanceService.GetInclusionProof:output_type -> ambit.kernel.v1.GetInclusionProofResponse
-	31, // 56: ambit.kernel.v1.GovernanceService.GetConsistencyProof:output_type -> ambit.kernel.v1.GetConsistencyProofResponse
-	33, // 57: ambit.kernel.v1.GovernanceService.ExportReceipt:output_type -> ambit.kernel.v1.ExportReceiptResponse
-	42, // [42:58] is the sub-list for method output_type
-	26, // [26:42] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	37, // 0: ambit.kernel.v1.ProposeItemRequest.item:type_name -> ambit.ledger.v1.CanonItem
+	38, // 1: ambit.kernel.v1.ProposeItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 2: ambit.kernel.v1.PromoteItemResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 3: ambit.kernel.v1.SupersedeItemResponse.old_item:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 4: ambit.kernel.v1.SupersedeItemResponse.new_item:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 5: ambit.kernel.v1.ResolveConflictResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	39, // 6: ambit.kernel.v1.ListItemsRequest.at:type_name -> google.protobuf.Timestamp
+	38, // 7: ambit.kernel.v1.ListItemsResponse.items:type_name -> ambit.ledger.v1.ClassifiedItem
+	38, // 8: ambit.kernel.v1.BindTaskResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	40, // 9: ambit.kernel.v1.DeriveHandoffRequest.filter:type_name -> ambit.ledger.v1.HandoffFilter
+	38, // 10: ambit.kernel.v1.DeriveHandoffResponse.item:type_name -> ambit.ledger.v1.ClassifiedItem
+	17, // 11: ambit.kernel.v1.ListTasksResponse.tasks:type_name -> ambit.kernel.v1.Task
+	41, // 12: ambit.kernel.v1.Task.contract_class:type_name -> ambit.ledger.v1.CanonClass
+	39, // 13: ambit.kernel.v1.Task.valid_until:type_name -> google.protobuf.Timestamp
+	42, // 14: ambit.kernel.v1.Approval.call:type_name -> ambit.contract.v1.ToolCall
+	43, // 15: ambit.kernel.v1.Approval.reasons:type_name -> ambit.contract.v1.Reason
+	0,  // 16: ambit.kernel.v1.Approval.state:type_name -> ambit.kernel.v1.ApprovalState
+	39, // 17: ambit.kernel.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	0,  // 18: ambit.kernel.v1.ListApprovalsRequest.state:type_name -> ambit.kernel.v1.ApprovalState
+	18, // 19: ambit.kernel.v1.ListApprovalsResponse.approvals:type_name -> ambit.kernel.v1.Approval
+	18, // 20: ambit.kernel.v1.DecideApprovalResponse.approval:type_name -> ambit.kernel.v1.Approval
+	44, // 21: ambit.kernel.v1.ListCommitmentsResponse.commitments:type_name -> ambit.agent.v1.Commitment
+	45, // 22: ambit.kernel.v1.ListEntriesResponse.entries:type_name -> ambit.ledger.v1.Entry
+	46, // 23: ambit.kernel.v1.GetCheckpointResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	47, // 24: ambit.kernel.v1.GetInclusionProofResponse.proof:type_name -> ambit.log.v1.InclusionProof
+	46, // 25: ambit.kernel.v1.GetInclusionProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	48, // 26: ambit.kernel.v1.GetConsistencyProofResponse.proof:type_name -> ambit.log.v1.ConsistencyProof
+	46, // 27: ambit.kernel.v1.GetConsistencyProofResponse.checkpoint:type_name -> ambit.log.v1.Checkpoint
+	49, // 28: ambit.kernel.v1.ExportReceiptResponse.bundle:type_name -> ambit.log.v1.ReceiptBundle
+	1,  // 29: ambit.kernel.v1.GovernanceService.ProposeItem:input_type -> ambit.kernel.v1.ProposeItemRequest
+	3,  // 30: ambit.kernel.v1.GovernanceService.PromoteItem:input_type -> ambit.kernel.v1.PromoteItemRequest
+	5,  // 31: ambit.kernel.v1.GovernanceService.SupersedeItem:input_type -> ambit.kernel.v1.SupersedeItemRequest
+	7,  // 32: ambit.kernel.v1.GovernanceService.ResolveConflict:input_type -> ambit.kernel.v1.ResolveConflictRequest
+	9,  // 33: ambit.kernel.v1.GovernanceService.ListItems:input_type -> ambit.kernel.v1.ListItemsRequest
+	11, // 34: ambit.kernel.v1.GovernanceService.BindTask:input_type -> ambit.kernel.v1.BindTaskRequest
+	13, // 35: ambit.kernel.v1.GovernanceService.DeriveHandoff:input_type -> ambit.kernel.v1.DeriveHandoffRequest
+	15, // 36: ambit.kernel.v1.GovernanceService.ListTasks:input_type -> ambit.kernel.v1.ListTasksRequest
+	19, // 37: ambit.kernel.v1.GovernanceService.ListApprovals:input_type -> ambit.kernel.v1.ListApprovalsRequest
+	21, // 38: ambit.kernel.v1.GovernanceService.DecideApproval:input_type -> ambit.kernel.v1.DecideApprovalRequest
+	23, // 39: ambit.kernel.v1.GovernanceService.ListCommitments:input_type -> ambit.kernel.v1.ListCommitmentsRequest
+	25, // 40: ambit.kernel.v1.GovernanceService.ListEntries:input_type -> ambit.kernel.v1.ListEntriesRequest
+	27, // 41: ambit.kernel.v1.GovernanceService.VerifyLog:input_type -> ambit.kernel.v1.VerifyLogRequest
+	29, // 42: ambit.kernel.v1.GovernanceService.GetCheckpoint:input_type -> ambit.kernel.v1.GetCheckpointRequest
+	31, // 43: ambit.kernel.v1.GovernanceService.GetInclusionProof:input_type -> ambit.kernel.v1.GetInclusionProofRequest
+	33, // 44: ambit.kernel.v1.GovernanceService.GetConsistencyProof:input_type -> ambit.kernel.v1.GetConsistencyProofRequest
+	35, // 45: ambit.kernel.v1.GovernanceService.ExportReceipt:input_type -> ambit.kernel.v1.ExportReceiptRequest
+	2,  // 46: ambit.kernel.v1.GovernanceService.ProposeItem:output_type -> ambit.kernel.v1.ProposeItemResponse
+	4,  // 47: ambit.kernel.v1.GovernanceService.PromoteItem:output_type -> ambit.kernel.v1.PromoteItemResponse
+	6,  // 48: ambit.kernel.v1.GovernanceService.SupersedeItem:output_type -> ambit.kernel.v1.SupersedeItemResponse
+	8,  // 49: ambit.kernel.v1.GovernanceService.ResolveConflict:output_type -> ambit.kernel.v1.ResolveConflictResponse
+	10, // 50: ambit.kernel.v1.GovernanceService.ListItems:output_type -> ambit.kernel.v1.ListItemsResponse
+	12, // 51: ambit.kernel.v1.GovernanceService.BindTask:output_type -> ambit.kernel.v1.BindTaskResponse
+	14, // 52: ambit.kernel.v1.GovernanceService.DeriveHandoff:output_type -> ambit.kernel.v1.DeriveHandoffResponse
+	16, // 53: ambit.kernel.v1.GovernanceService.ListTasks:output_type -> ambit.kernel.v1.ListTasksResponse
+	20, // 54: ambit.kernel.v1.GovernanceService.ListApprovals:output_type -> ambit.kernel.v1.ListApprovalsResponse
+	22, // 55: ambit.kernel.v1.GovernanceService.DecideApproval:output_type -> ambit.kernel.v1.DecideApprovalResponse
+	24, // 56: ambit.kernel.v1.GovernanceService.ListCommitments:output_type -> ambit.kernel.v1.ListCommitmentsResponse
+	26, // 57: ambit.kernel.v1.GovernanceService.ListEntries:output_type -> ambit.kernel.v1.ListEntriesResponse
+	28, // 58: ambit.kernel.v1.GovernanceService.VerifyLog:output_type -> ambit.kernel.v1.VerifyLogResponse
+	30, // 59: ambit.kernel.v1.GovernanceService.GetCheckpoint:output_type -> ambit.kernel.v1.GetCheckpointResponse
+	32, // 60: ambit.kernel.v1.GovernanceService.GetInclusionProof:output_type -> ambit.kernel.v1.GetInclusionProofResponse
+	34, // 61: ambit.kernel.v1.GovernanceService.GetConsistencyProof:output_type -> ambit.kernel.v1.GetConsistencyProofResponse
+	36, // 62: ambit.kernel.v1.GovernanceService.ExportReceipt:output_type -> ambit.kernel.v1.ExportReceiptResponse
+	46, // [46:63] is the sub-list for method output_type
+	29, // [29:46] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_ambit_kernel_v1_governance_proto_init() }
@@ -2156,7 +2417,7 @@ func file_ambit_kernel_v1_governance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_kernel_v1_governance_proto_rawDesc), len(file_ambit_kernel_v1_governance_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

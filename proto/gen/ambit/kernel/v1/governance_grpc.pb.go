@@ -26,6 +26,7 @@ const (
 	GovernanceService_ListItems_FullMethodName           = "/ambit.kernel.v1.GovernanceService/ListItems"
 	GovernanceService_BindTask_FullMethodName            = "/ambit.kernel.v1.GovernanceService/BindTask"
 	GovernanceService_DeriveHandoff_FullMethodName       = "/ambit.kernel.v1.GovernanceService/DeriveHandoff"
+	GovernanceService_ListTasks_FullMethodName           = "/ambit.kernel.v1.GovernanceService/ListTasks"
 	GovernanceService_ListApprovals_FullMethodName       = "/ambit.kernel.v1.GovernanceService/ListApprovals"
 	GovernanceService_DecideApproval_FullMethodName      = "/ambit.kernel.v1.GovernanceService/DecideApproval"
 	GovernanceService_ListCommitments_FullMethodName     = "/ambit.kernel.v1.GovernanceService/ListCommitments"
@@ -69,6 +70,10 @@ type GovernanceServiceClient interface {
 	// declared filter; the child can only shrink. Without a filter the child
 	// item is HOLD.
 	DeriveHandoff(ctx context.Context, in *DeriveHandoffRequest, opts ...grpc.CallOption) (*DeriveHandoffResponse, error)
+	// ListTasks lists the tasks bound to contracts, in task order, a page at a
+	// time: each task's contract item, the agent that acts on it and the
+	// contract's class now.
+	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 	// ListApprovals lists approvals, pending ones by default.
 	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
@@ -168,6 +173,16 @@ func (c *governanceServiceClient) DeriveHandoff(ctx context.Context, in *DeriveH
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeriveHandoffResponse)
 	err := c.cc.Invoke(ctx, GovernanceService_DeriveHandoff_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *governanceServiceClient) ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTasksResponse)
+	err := c.cc.Invoke(ctx, GovernanceService_ListTasks_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +311,10 @@ type GovernanceServiceServer interface {
 	// declared filter; the child can only shrink. Without a filter the child
 	// item is HOLD.
 	DeriveHandoff(context.Context, *DeriveHandoffRequest) (*DeriveHandoffResponse, error)
+	// ListTasks lists the tasks bound to contracts, in task order, a page at a
+	// time: each task's contract item, the agent that acts on it and the
+	// contract's class now.
+	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	// ListApprovals lists approvals, pending ones by default.
 	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
@@ -351,6 +370,9 @@ func (UnimplementedGovernanceServiceServer) BindTask(context.Context, *BindTaskR
 }
 func (UnimplementedGovernanceServiceServer) DeriveHandoff(context.Context, *DeriveHandoffRequest) (*DeriveHandoffResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeriveHandoff not implemented")
+}
+func (UnimplementedGovernanceServiceServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
 }
 func (UnimplementedGovernanceServiceServer) ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListApprovals not implemented")
@@ -522,6 +544,24 @@ func _GovernanceService_DeriveHandoff_Handler(srv interface{}, ctx context.Conte
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(GovernanceServiceServer).DeriveHandoff(ctx, req.(*DeriveHandoffRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GovernanceService_ListTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GovernanceServiceServer).ListTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GovernanceService_ListTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GovernanceServiceServer).ListTasks(ctx, req.(*ListTasksRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -722,6 +762,10 @@ var GovernanceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeriveHandoff",
 			Handler:    _GovernanceService_DeriveHandoff_Handler,
+		},
+		{
+			MethodName: "ListTasks",
+			Handler:    _GovernanceService_ListTasks_Handler,
 		},
 		{
 			MethodName: "ListApprovals",

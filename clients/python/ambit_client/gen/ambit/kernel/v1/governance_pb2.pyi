@@ -2,6 +2,7 @@ from ambit.agent.v1 import agent_pb2 as _agent_pb2
 from ambit.contract.v1 import contract_pb2 as _contract_pb2
 from ambit.ledger.v1 import ledger_pb2 as _ledger_pb2
 from ambit.log.v1 import log_pb2 as _log_pb2
+from buf.validate import validate_pb2 as _validate_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -199,6 +200,26 @@ class ListItemsResponse(_message.Message):
     ledger_head: str
     def __init__(self, items: _Optional[_Iterable[_Union[_ledger_pb2.ClassifiedItem, _Mapping]]] = ..., ledger_head: _Optional[str] = ...) -> None: ...
 
+class ListTasksRequest(_message.Message):
+    __slots__ = ["after_task_id", "agent", "contract_item_id", "limit"]
+    AFTER_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    CONTRACT_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after_task_id: str
+    agent: str
+    contract_item_id: str
+    limit: int
+    def __init__(self, agent: _Optional[str] = ..., contract_item_id: _Optional[str] = ..., after_task_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ["next_after_task_id", "tasks"]
+    NEXT_AFTER_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    next_after_task_id: str
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., next_after_task_id: _Optional[str] = ...) -> None: ...
+
 class PromoteItemRequest(_message.Message):
     __slots__ = ["canon_item_id"]
     CANON_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -252,6 +273,24 @@ class SupersedeItemResponse(_message.Message):
     new_item: _ledger_pb2.ClassifiedItem
     old_item: _ledger_pb2.ClassifiedItem
     def __init__(self, old_item: _Optional[_Union[_ledger_pb2.ClassifiedItem, _Mapping]] = ..., new_item: _Optional[_Union[_ledger_pb2.ClassifiedItem, _Mapping]] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ["agent", "contract_class", "contract_id", "contract_item_id", "contract_version", "task_id", "valid_until"]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    CONTRACT_CLASS_FIELD_NUMBER: _ClassVar[int]
+    CONTRACT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTRACT_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTRACT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    VALID_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    contract_class: _ledger_pb2.CanonClass
+    contract_id: str
+    contract_item_id: str
+    contract_version: str
+    task_id: str
+    valid_until: _timestamp_pb2.Timestamp
+    def __init__(self, task_id: _Optional[str] = ..., contract_item_id: _Optional[str] = ..., agent: _Optional[str] = ..., contract_class: _Optional[_Union[_ledger_pb2.CanonClass, str]] = ..., contract_id: _Optional[str] = ..., contract_version: _Optional[str] = ..., valid_until: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class VerifyLogRequest(_message.Message):
     __slots__ = []

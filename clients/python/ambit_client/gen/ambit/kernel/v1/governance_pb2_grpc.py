@@ -52,6 +52,11 @@ class GovernanceServiceStub(object):
                 request_serializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffRequest.SerializeToString,
                 response_deserializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffResponse.FromString,
                 )
+        self.ListTasks = channel.unary_unary(
+                '/ambit.kernel.v1.GovernanceService/ListTasks',
+                request_serializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksResponse.FromString,
+                )
         self.ListApprovals = channel.unary_unary(
                 '/ambit.kernel.v1.GovernanceService/ListApprovals',
                 request_serializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.ListApprovalsRequest.SerializeToString,
@@ -164,6 +169,15 @@ class GovernanceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTasks(self, request, context):
+        """ListTasks lists the tasks bound to contracts, in task order, a page at a
+        time: each task's contract item, the agent that acts on it and the
+        contract's class now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListApprovals(self, request, context):
         """ListApprovals lists approvals, pending ones by default.
         """
@@ -271,6 +285,11 @@ def add_GovernanceServiceServicer_to_server(servicer, server):
                     servicer.DeriveHandoff,
                     request_deserializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffRequest.FromString,
                     response_serializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffResponse.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksRequest.FromString,
+                    response_serializer=ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksResponse.SerializeToString,
             ),
             'ListApprovals': grpc.unary_unary_rpc_method_handler(
                     servicer.ListApprovals,
@@ -446,6 +465,23 @@ class GovernanceService(object):
         return grpc.experimental.unary_unary(request, target, '/ambit.kernel.v1.GovernanceService/DeriveHandoff',
             ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffRequest.SerializeToString,
             ambit_dot_kernel_dot_v1_dot_governance__pb2.DeriveHandoffResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ambit.kernel.v1.GovernanceService/ListTasks',
+            ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksRequest.SerializeToString,
+            ambit_dot_kernel_dot_v1_dot_governance__pb2.ListTasksResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

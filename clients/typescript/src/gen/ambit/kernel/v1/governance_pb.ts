@@ -8,10 +8,11 @@ import type { Commitment } from "../../agent/v1/agent_pb.js";
 import { file_ambit_agent_v1_agent } from "../../agent/v1/agent_pb.js";
 import type { Reason, ToolCall } from "../../contract/v1/contract_pb.js";
 import { file_ambit_contract_v1_contract } from "../../contract/v1/contract_pb.js";
-import type { CanonItem, ClassifiedItem, Entry, HandoffFilter } from "../../ledger/v1/ledger_pb.js";
+import type { CanonClass, CanonItem, ClassifiedItem, Entry, HandoffFilter } from "../../ledger/v1/ledger_pb.js";
 import { file_ambit_ledger_v1_ledger } from "../../ledger/v1/ledger_pb.js";
 import type { Checkpoint, ConsistencyProof, InclusionProof, ReceiptBundle } from "../../log/v1/log_pb.js";
 import { file_ambit_log_v1_log } from "../../log/v1/log_pb.js";
+import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -20,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ambit/kernel/v1/governance.proto.
  */
 export const file_ambit_kernel_v1_governance: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWJpdC9rZXJuZWwvdjEvZ292ZXJuYW5jZS5wcm90bxIPYW1iaXQua2VybmVsLnYxIj4KElByb3Bvc2VJdGVtUmVxdWVzdBIoCgRpdGVtGAEgASgLMhouYW1iaXQubGVkZ2VyLnYxLkNhbm9uSXRlbSJEChNQcm9wb3NlSXRlbVJlc3BvbnNlEi0KBGl0ZW0YASABKAsyHy5hbWJpdC5sZWRnZXIudjEuQ2xhc3NpZmllZEl0ZW0iKwoSUHJvbW90ZUl0ZW1SZXF1ZXN0EhUKDWNhbm9uX2l0ZW1faWQYASABKAkiRAoTUHJvbW90ZUl0ZW1SZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIkAKFFN1cGVyc2VkZUl0ZW1SZXF1ZXN0EhMKC29sZF9pdGVtX2lkGAEgASgJEhMKC25ld19pdGVtX2lkGAIgASgJIn0KFVN1cGVyc2VkZUl0ZW1SZXNwb25zZRIxCghvbGRfaXRlbRgBIAEoCzIfLmFtYml0LmxlZGdlci52MS5DbGFzc2lmaWVkSXRlbRIxCghuZXdfaXRlbRgCIAEoCzIfLmFtYml0LmxlZGdlci52MS5DbGFzc2lmaWVkSXRlbSI9ChZSZXNvbHZlQ29uZmxpY3RSZXF1ZXN0EhUKDWNhbm9uX2l0ZW1faWQYASABKAkSDAoEbm90ZRgCIAEoCSJIChdSZXNvbHZlQ29uZmxpY3RSZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIjoKEExpc3RJdGVtc1JlcXVlc3QSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlgKEUxpc3RJdGVtc1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtEhMKC2xlZGdlcl9oZWFkGAIgASgJIksKD0JpbmRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhgKEGNvbnRyYWN0X2l0ZW1faWQYAiABKAkSDQoFYWdlbnQYAyABKAkiQQoQQmluZFRhc2tSZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIqEBChREZXJpdmVIYW5kb2ZmUmVxdWVzdBIWCg5wYXJlbnRfaXRlbV9pZBgBIAEoCRIVCg1jaGlsZF90YXNrX2lkGAIgASgJEhUKDWNoaWxkX2l0ZW1faWQYAyABKAkSLgoGZmlsdGVyGAQgASgLMh4uYW1iaXQubGVkZ2VyLnYxLkhhbmRvZmZGaWx0ZXISEwoLY2hpbGRfYWdlbnQYBSABKAkiRgoVRGVyaXZlSGFuZG9mZlJlc3BvbnNlEi0KBGl0ZW0YASABKAsyHy5hbWJpdC5sZWRnZXIudjEuQ2xhc3NpZmllZEl0ZW0irQIKCEFwcHJvdmFsEhMKC2FwcHJvdmFsX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSEwoLZGVjaXNpb25faWQYAyABKAkSKQoEY2FsbBgMIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLlRvb2xDYWxsEioKB3JlYXNvbnMYBSADKAsyGS5hbWJpdC5jb250cmFjdC52MS5SZWFzb24SLQoFc3RhdGUYBiABKA4yHi5hbWJpdC5rZXJuZWwudjEuQXBwcm92YWxTdGF0ZRISCgpkZWNpZGVkX2J5GAcgASgJEgwKBG5vdGUYCCABKAkSMAoMcmVxdWVzdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEoECAQQBVIGYWN0aW9uIkUKFExpc3RBcHByb3ZhbHNSZXF1ZXN0Ei0KBXN0YXRlGAEgASgOMh4uYW1iaXQua2VybmVsLnYxLkFwcHJvdmFsU3RhdGUiRQoVTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEiwKCWFwcHJvdmFscxgBIAMoCzIZLmFtYml0Lmtlcm5lbC52MS5BcHByb3ZhbCJLChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSEwoLYXBwcm92YWxfaWQYASABKAkSDwoHYXBwcm92ZRgCIAEoCBIMCgRub3RlGAMgASgJIkUKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USKwoIYXBwcm92YWwYASABKAsyGS5hbWJpdC5rZXJuZWwudjEuQXBwcm92YWwiKQoWTGlzdENvbW1pdG1lbnRzUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIkoKF0xpc3RDb21taXRtZW50c1Jlc3BvbnNlEi8KC2NvbW1pdG1lbnRzGAEgAygLMhouYW1iaXQuYWdlbnQudjEuQ29tbWl0bWVudCI2ChJMaXN0RW50cmllc1JlcXVlc3QSEQoJYWZ0ZXJfc2VxGAEgASgDEg0KBWxpbWl0GAIgASgFIj4KE0xpc3RFbnRyaWVzUmVzcG9uc2USJwoHZW50cmllcxgBIAMoCzIWLmFtYml0LmxlZGdlci52MS5FbnRyeSISChBWZXJpZnlMb2dSZXF1ZXN0InwKEVZlcmlmeUxvZ1Jlc3BvbnNlEgoKAm9rGAEgASgIEg8KB2VudHJpZXMYAiABKAMSFQoNZmlyc3RfYmFkX3NlcRgDIAEoAxIPCgdwcm9ibGVtGAQgASgJEgwKBGhlYWQYBSABKAkSFAoMbGFzdF9iYWRfc2VxGAYgASgDIhYKFEdldENoZWNrcG9pbnRSZXF1ZXN0IkUKFUdldENoZWNrcG9pbnRSZXNwb25zZRIsCgpjaGVja3BvaW50GAEgASgLMhguYW1iaXQubG9nLnYxLkNoZWNrcG9pbnQiQQoYR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0EhIKCmxlYWZfaW5kZXgYASABKAQSEQoJdHJlZV9zaXplGAIgASgEInYKGUdldEluY2x1c2lvblByb29mUmVzcG9uc2USKwoFcHJvb2YYASABKAsyHC5hbWJpdC5sb2cudjEuSW5jbHVzaW9uUHJvb2YSLAoKY2hlY2twb2ludBgCIAEoCzIYLmFtYml0LmxvZy52MS5DaGVja3BvaW50IkAKGkdldENvbnNpc3RlbmN5UHJvb2ZSZXF1ZXN0EhEKCWZyb21fc2l6ZRgBIAEoBBIPCgd0b19zaXplGAIgASgEInoKG0dldENvbnNpc3RlbmN5UHJvb2ZSZXNwb25zZRItCgVwcm9vZhgBIAEoCzIeLmFtYml0LmxvZy52MS5Db25zaXN0ZW5jeVByb29mEiwKCmNoZWNrcG9pbnQYAiABKAsyGC5hbWJpdC5sb2cudjEuQ2hlY2twb2ludCI9ChRFeHBvcnRSZWNlaXB0UmVxdWVzdBISCgpyZWNlaXB0X2lkGAEgASgJEhEKCXRyZWVfc2l6ZRgCIAEoBCJEChVFeHBvcnRSZWNlaXB0UmVzcG9uc2USKwoGYnVuZGxlGAEgASgLMhsuYW1iaXQubG9nLnYxLlJlY2VpcHRCdW5kbGUqwAEKDUFwcHJvdmFsU3RhdGUSHgoaQVBQUk9WQUxfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZBUFBST1ZBTF9TVEFURV9QRU5ESU5HEAESGwoXQVBQUk9WQUxfU1RBVEVfQVBQUk9WRUQQAhIbChdBUFBST1ZBTF9TVEFURV9SRUpFQ1RFRBADEhsKF0FQUFJPVkFMX1NUQVRFX0NPTlNVTUVEEAQSHAoYQVBQUk9WQUxfU1RBVEVfQ0FOQ0VMTEVEEAUyhwwKEUdvdmVybmFuY2VTZXJ2aWNlElgKC1Byb3Bvc2VJdGVtEiMuYW1iaXQua2VybmVsLnYxLlByb3Bvc2VJdGVtUmVxdWVzdBokLmFtYml0Lmtlcm5lbC52MS5Qcm9wb3NlSXRlbVJlc3BvbnNlElgKC1Byb21vdGVJdGVtEiMuYW1iaXQua2VybmVsLnYxLlByb21vdGVJdGVtUmVxdWVzdBokLmFtYml0Lmtlcm5lbC52MS5Qcm9tb3RlSXRlbVJlc3BvbnNlEl4KDVN1cGVyc2VkZUl0ZW0SJS5hbWJpdC5rZXJuZWwudjEuU3VwZXJzZWRlSXRlbVJlcXVlc3QaJi5hbWJpdC5rZXJuZWwudjEuU3VwZXJzZWRlSXRlbVJlc3BvbnNlEmQKD1Jlc29sdmVDb25mbGljdBInLmFtYml0Lmtlcm5lbC52MS5SZXNvbHZlQ29uZmxpY3RSZXF1ZXN0GiguYW1iaXQua2VybmVsLnYxLlJlc29sdmVDb25mbGljdFJlc3BvbnNlElIKCUxpc3RJdGVtcxIhLmFtYml0Lmtlcm5lbC52MS5MaXN0SXRlbXNSZXF1ZXN0GiIuYW1iaXQua2VybmVsLnYxLkxpc3RJdGVtc1Jlc3BvbnNlEk8KCEJpbmRUYXNrEiAuYW1iaXQua2VybmVsLnYxLkJpbmRUYXNrUmVxdWVzdBohLmFtYml0Lmtlcm5lbC52MS5CaW5kVGFza1Jlc3BvbnNlEl4KDURlcml2ZUhhbmRvZmYSJS5hbWJpdC5rZXJuZWwudjEuRGVyaXZlSGFuZG9mZlJlcXVlc3QaJi5hbWJpdC5rZXJuZWwudjEuRGVyaXZlSGFuZG9mZlJlc3BvbnNlEl4KDUxpc3RBcHByb3ZhbHMSJS5hbWJpdC5rZXJuZWwudjEuTGlzdEFwcHJvdmFsc1JlcXVlc3QaJi5hbWJpdC5rZXJuZWwudjEuTGlzdEFwcHJvdmFsc1Jlc3BvbnNlEmEKDkRlY2lkZUFwcHJvdmFsEiYuYW1iaXQua2VybmVsLnYxLkRlY2lkZUFwcHJvdmFsUmVxdWVzdBonLmFtYml0Lmtlcm5lbC52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlEmQKD0xpc3RDb21taXRtZW50cxInLmFtYml0Lmtlcm5lbC52MS5MaXN0Q29tbWl0bWVudHNSZXF1ZXN0GiguYW1iaXQua2VybmVsLnYxLkxpc3RDb21taXRtZW50c1Jlc3BvbnNlElgKC0xpc3RFbnRyaWVzEiMuYW1iaXQua2VybmVsLnYxLkxpc3RFbnRyaWVzUmVxdWVzdBokLmFtYml0Lmtlcm5lbC52MS5MaXN0RW50cmllc1Jlc3BvbnNlElIKCVZlcmlmeUxvZxIhLmFtYml0Lmtlcm5lbC52MS5WZXJpZnlMb2dSZXF1ZXN0GiIuYW1iaXQua2VybmVsLnYxLlZlcmlmeUxvZ1Jlc3BvbnNlEl4KDUdldENoZWNrcG9pbnQSJS5hbWJpdC5rZXJuZWwudjEuR2V0Q2hlY2twb2ludFJlcXVlc3QaJi5hbWJpdC5rZXJuZWwudjEuR2V0Q2hlY2twb2ludFJlc3BvbnNlEmoKEUdldEluY2x1c2lvblByb29mEikuYW1iaXQua2VybmVsLnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBoqLmFtYml0Lmtlcm5lbC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEnAKE0dldENvbnNpc3RlbmN5UHJvb2YSKy5hbWJpdC5rZXJuZWwudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QaLC5hbWJpdC5rZXJuZWwudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlc3BvbnNlEl4KDUV4cG9ydFJlY2VpcHQSJS5hbWJpdC5rZXJuZWwudjEuRXhwb3J0UmVjZWlwdFJlcXVlc3QaJi5hbWJpdC5rZXJuZWwudjEuRXhwb3J0UmVjZWlwdFJlc3BvbnNlQsUBChNjb20uYW1iaXQua2VybmVsLnYxQg9Hb3Zlcm5hbmNlUHJvdG9QAVo/Z2l0aHViLmNvbS9hbWJpdGtlcm5lbC9hbWJpdC9wcm90by9nZW4vYW1iaXQva2VybmVsL3YxO2tlcm5lbHYxogIDQUtYqgIPQW1iaXQuS2VybmVsLlYxygIPQW1iaXRcS2VybmVsXFYx4gIbQW1iaXRcS2VybmVsXFYxXEdQQk1ldGFkYXRh6gIRQW1iaXQ6Oktlcm5lbDo6VjFiBnByb3RvMw", [file_ambit_agent_v1_agent, file_ambit_contract_v1_contract, file_ambit_ledger_v1_ledger, file_ambit_log_v1_log, file_google_protobuf_timestamp]);
+  fileDesc("CiBhbWJpdC9rZXJuZWwvdjEvZ292ZXJuYW5jZS5wcm90bxIPYW1iaXQua2VybmVsLnYxIj4KElByb3Bvc2VJdGVtUmVxdWVzdBIoCgRpdGVtGAEgASgLMhouYW1iaXQubGVkZ2VyLnYxLkNhbm9uSXRlbSJEChNQcm9wb3NlSXRlbVJlc3BvbnNlEi0KBGl0ZW0YASABKAsyHy5hbWJpdC5sZWRnZXIudjEuQ2xhc3NpZmllZEl0ZW0iKwoSUHJvbW90ZUl0ZW1SZXF1ZXN0EhUKDWNhbm9uX2l0ZW1faWQYASABKAkiRAoTUHJvbW90ZUl0ZW1SZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIkAKFFN1cGVyc2VkZUl0ZW1SZXF1ZXN0EhMKC29sZF9pdGVtX2lkGAEgASgJEhMKC25ld19pdGVtX2lkGAIgASgJIn0KFVN1cGVyc2VkZUl0ZW1SZXNwb25zZRIxCghvbGRfaXRlbRgBIAEoCzIfLmFtYml0LmxlZGdlci52MS5DbGFzc2lmaWVkSXRlbRIxCghuZXdfaXRlbRgCIAEoCzIfLmFtYml0LmxlZGdlci52MS5DbGFzc2lmaWVkSXRlbSI9ChZSZXNvbHZlQ29uZmxpY3RSZXF1ZXN0EhUKDWNhbm9uX2l0ZW1faWQYASABKAkSDAoEbm90ZRgCIAEoCSJIChdSZXNvbHZlQ29uZmxpY3RSZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIjoKEExpc3RJdGVtc1JlcXVlc3QSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlgKEUxpc3RJdGVtc1Jlc3BvbnNlEi4KBWl0ZW1zGAEgAygLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtEhMKC2xlZGdlcl9oZWFkGAIgASgJIksKD0JpbmRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhgKEGNvbnRyYWN0X2l0ZW1faWQYAiABKAkSDQoFYWdlbnQYAyABKAkiQQoQQmluZFRhc2tSZXNwb25zZRItCgRpdGVtGAEgASgLMh8uYW1iaXQubGVkZ2VyLnYxLkNsYXNzaWZpZWRJdGVtIqEBChREZXJpdmVIYW5kb2ZmUmVxdWVzdBIWCg5wYXJlbnRfaXRlbV9pZBgBIAEoCRIVCg1jaGlsZF90YXNrX2lkGAIgASgJEhUKDWNoaWxkX2l0ZW1faWQYAyABKAkSLgoGZmlsdGVyGAQgASgLMh4uYW1iaXQubGVkZ2VyLnYxLkhhbmRvZmZGaWx0ZXISEwoLY2hpbGRfYWdlbnQYBSABKAkiRgoVRGVyaXZlSGFuZG9mZlJlc3BvbnNlEi0KBGl0ZW0YASABKAsyHy5hbWJpdC5sZWRnZXIudjEuQ2xhc3NpZmllZEl0ZW0iiwEKEExpc3RUYXNrc1JlcXVlc3QSFwoFYWdlbnQYASABKAlCCLpIBXIDGIACEiIKEGNvbnRyYWN0X2l0ZW1faWQYAiABKAlCCLpIBXIDGIACEh8KDWFmdGVyX3Rhc2tfaWQYAyABKAlCCLpIBXIDGIACEhkKBWxpbWl0GAQgASgFQgq6SAcaBRjoBygAIlUKEUxpc3RUYXNrc1Jlc3BvbnNlEiQKBXRhc2tzGAEgAygLMhUuYW1iaXQua2VybmVsLnYxLlRhc2sSGgoSbmV4dF9hZnRlcl90YXNrX2lkGAIgASgJItUBCgRUYXNrEg8KB3Rhc2tfaWQYASABKAkSGAoQY29udHJhY3RfaXRlbV9pZBgCIAEoCRINCgVhZ2VudBgDIAEoCRIzCg5jb250cmFjdF9jbGFzcxgEIAEoDjIbLmFtYml0LmxlZGdlci52MS5DYW5vbkNsYXNzEhMKC2NvbnRyYWN0X2lkGAUgASgJEhgKEGNvbnRyYWN0X3ZlcnNpb24YBiABKAkSLwoLdmFsaWRfdW50aWwYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIq0CCghBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhMKC2RlY2lzaW9uX2lkGAMgASgJEikKBGNhbGwYDCABKAsyGy5hbWJpdC5jb250cmFjdC52MS5Ub29sQ2FsbBIqCgdyZWFzb25zGAUgAygLMhkuYW1iaXQuY29udHJhY3QudjEuUmVhc29uEi0KBXN0YXRlGAYgASgOMh4uYW1iaXQua2VybmVsLnYxLkFwcHJvdmFsU3RhdGUSEgoKZGVjaWRlZF9ieRgHIAEoCRIMCgRub3RlGAggASgJEjAKDHJlcXVlc3RlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBKBAgEEAVSBmFjdGlvbiJFChRMaXN0QXBwcm92YWxzUmVxdWVzdBItCgVzdGF0ZRgBIAEoDjIeLmFtYml0Lmtlcm5lbC52MS5BcHByb3ZhbFN0YXRlIkUKFUxpc3RBcHByb3ZhbHNSZXNwb25zZRIsCglhcHByb3ZhbHMYASADKAsyGS5hbWJpdC5rZXJuZWwudjEuQXBwcm92YWwiSwoVRGVjaWRlQXBwcm92YWxSZXF1ZXN0EhMKC2FwcHJvdmFsX2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDAoEbm90ZRgDIAEoCSJFChZEZWNpZGVBcHByb3ZhbFJlc3BvbnNlEisKCGFwcHJvdmFsGAEgASgLMhkuYW1iaXQua2VybmVsLnYxLkFwcHJvdmFsIikKFkxpc3RDb21taXRtZW50c1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJKChdMaXN0Q29tbWl0bWVudHNSZXNwb25zZRIvCgtjb21taXRtZW50cxgBIAMoCzIaLmFtYml0LmFnZW50LnYxLkNvbW1pdG1lbnQiNgoSTGlzdEVudHJpZXNSZXF1ZXN0EhEKCWFmdGVyX3NlcRgBIAEoAxINCgVsaW1pdBgCIAEoBSI+ChNMaXN0RW50cmllc1Jlc3BvbnNlEicKB2VudHJpZXMYASADKAsyFi5hbWJpdC5sZWRnZXIudjEuRW50cnkiEgoQVmVyaWZ5TG9nUmVxdWVzdCJ8ChFWZXJpZnlMb2dSZXNwb25zZRIKCgJvaxgBIAEoCBIPCgdlbnRyaWVzGAIgASgDEhUKDWZpcnN0X2JhZF9zZXEYAyABKAMSDwoHcHJvYmxlbRgEIAEoCRIMCgRoZWFkGAUgASgJEhQKDGxhc3RfYmFkX3NlcRgGIAEoAyIWChRHZXRDaGVja3BvaW50UmVxdWVzdCJFChVHZXRDaGVja3BvaW50UmVzcG9uc2USLAoKY2hlY2twb2ludBgBIAEoCzIYLmFtYml0LmxvZy52MS5DaGVja3BvaW50IkEKGEdldEluY2x1c2lvblByb29mUmVxdWVzdBISCgpsZWFmX2luZGV4GAEgASgEEhEKCXRyZWVfc2l6ZRgCIAEoBCJ2ChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEisKBXByb29mGAEgASgLMhwuYW1iaXQubG9nLnYxLkluY2x1c2lvblByb29mEiwKCmNoZWNrcG9pbnQYAiABKAsyGC5hbWJpdC5sb2cudjEuQ2hlY2twb2ludCJAChpHZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBIRCglmcm9tX3NpemUYASABKAQSDwoHdG9fc2l6ZRgCIAEoBCJ6ChtHZXRDb25zaXN0ZW5jeVByb29mUmVzcG9uc2USLQoFcHJvb2YYASABKAsyHi5hbWJpdC5sb2cudjEuQ29uc2lzdGVuY3lQcm9vZhIsCgpjaGVja3BvaW50GAIgASgLMhguYW1iaXQubG9nLnYxLkNoZWNrcG9pbnQiPQoURXhwb3J0UmVjZWlwdFJlcXVlc3QSEgoKcmVjZWlwdF9pZBgBIAEoCRIRCgl0cmVlX3NpemUYAiABKAQiRAoVRXhwb3J0UmVjZWlwdFJlc3BvbnNlEisKBmJ1bmRsZRgBIAEoCzIbLmFtYml0LmxvZy52MS5SZWNlaXB0QnVuZGxlKsABCg1BcHByb3ZhbFN0YXRlEh4KGkFQUFJPVkFMX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWQVBQUk9WQUxfU1RBVEVfUEVORElORxABEhsKF0FQUFJPVkFMX1NUQVRFX0FQUFJPVkVEEAISGwoXQVBQUk9WQUxfU1RBVEVfUkVKRUNURUQQAxIbChdBUFBST1ZBTF9TVEFURV9DT05TVU1FRBAEEhwKGEFQUFJPVkFMX1NUQVRFX0NBTkNFTExFRBAFMtsMChFHb3Zlcm5hbmNlU2VydmljZRJYCgtQcm9wb3NlSXRlbRIjLmFtYml0Lmtlcm5lbC52MS5Qcm9wb3NlSXRlbVJlcXVlc3QaJC5hbWJpdC5rZXJuZWwudjEuUHJvcG9zZUl0ZW1SZXNwb25zZRJYCgtQcm9tb3RlSXRlbRIjLmFtYml0Lmtlcm5lbC52MS5Qcm9tb3RlSXRlbVJlcXVlc3QaJC5hbWJpdC5rZXJuZWwudjEuUHJvbW90ZUl0ZW1SZXNwb25zZRJeCg1TdXBlcnNlZGVJdGVtEiUuYW1iaXQua2VybmVsLnYxLlN1cGVyc2VkZUl0ZW1SZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLlN1cGVyc2VkZUl0ZW1SZXNwb25zZRJkCg9SZXNvbHZlQ29uZmxpY3QSJy5hbWJpdC5rZXJuZWwudjEuUmVzb2x2ZUNvbmZsaWN0UmVxdWVzdBooLmFtYml0Lmtlcm5lbC52MS5SZXNvbHZlQ29uZmxpY3RSZXNwb25zZRJSCglMaXN0SXRlbXMSIS5hbWJpdC5rZXJuZWwudjEuTGlzdEl0ZW1zUmVxdWVzdBoiLmFtYml0Lmtlcm5lbC52MS5MaXN0SXRlbXNSZXNwb25zZRJPCghCaW5kVGFzaxIgLmFtYml0Lmtlcm5lbC52MS5CaW5kVGFza1JlcXVlc3QaIS5hbWJpdC5rZXJuZWwudjEuQmluZFRhc2tSZXNwb25zZRJeCg1EZXJpdmVIYW5kb2ZmEiUuYW1iaXQua2VybmVsLnYxLkRlcml2ZUhhbmRvZmZSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLkRlcml2ZUhhbmRvZmZSZXNwb25zZRJSCglMaXN0VGFza3MSIS5hbWJpdC5rZXJuZWwudjEuTGlzdFRhc2tzUmVxdWVzdBoiLmFtYml0Lmtlcm5lbC52MS5MaXN0VGFza3NSZXNwb25zZRJeCg1MaXN0QXBwcm92YWxzEiUuYW1iaXQua2VybmVsLnYxLkxpc3RBcHByb3ZhbHNSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLkxpc3RBcHByb3ZhbHNSZXNwb25zZRJhCg5EZWNpZGVBcHByb3ZhbBImLmFtYml0Lmtlcm5lbC52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaJy5hbWJpdC5rZXJuZWwudjEuRGVjaWRlQXBwcm92YWxSZXNwb25zZRJkCg9MaXN0Q29tbWl0bWVudHMSJy5hbWJpdC5rZXJuZWwudjEuTGlzdENvbW1pdG1lbnRzUmVxdWVzdBooLmFtYml0Lmtlcm5lbC52MS5MaXN0Q29tbWl0bWVudHNSZXNwb25zZRJYCgtMaXN0RW50cmllcxIjLmFtYml0Lmtlcm5lbC52MS5MaXN0RW50cmllc1JlcXVlc3QaJC5hbWJpdC5rZXJuZWwudjEuTGlzdEVudHJpZXNSZXNwb25zZRJSCglWZXJpZnlMb2cSIS5hbWJpdC5rZXJuZWwudjEuVmVyaWZ5TG9nUmVxdWVzdBoiLmFtYml0Lmtlcm5lbC52MS5WZXJpZnlMb2dSZXNwb25zZRJeCg1HZXRDaGVja3BvaW50EiUuYW1iaXQua2VybmVsLnYxLkdldENoZWNrcG9pbnRSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLkdldENoZWNrcG9pbnRSZXNwb25zZRJqChFHZXRJbmNsdXNpb25Qcm9vZhIpLmFtYml0Lmtlcm5lbC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QaKi5hbWJpdC5rZXJuZWwudjEuR2V0SW5jbHVzaW9uUHJvb2ZSZXNwb25zZRJwChNHZXRDb25zaXN0ZW5jeVByb29mEisuYW1iaXQua2VybmVsLnYxLkdldENvbnNpc3RlbmN5UHJvb2ZSZXF1ZXN0GiwuYW1iaXQua2VybmVsLnYxLkdldENvbnNpc3RlbmN5UHJvb2ZSZXNwb25zZRJeCg1FeHBvcnRSZWNlaXB0EiUuYW1iaXQua2VybmVsLnYxLkV4cG9ydFJlY2VpcHRSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLkV4cG9ydFJlY2VpcHRSZXNwb25zZULFAQoTY29tLmFtYml0Lmtlcm5lbC52MUIPR292ZXJuYW5jZVByb3RvUAFaP2dpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L2tlcm5lbC92MTtrZXJuZWx2MaICA0FLWKoCD0FtYml0Lktlcm5lbC5WMcoCD0FtYml0XEtlcm5lbFxWMeICG0FtYml0XEtlcm5lbFxWMVxHUEJNZXRhZGF0YeoCEUFtYml0OjpLZXJuZWw6OlYxYgZwcm90bzM", [file_ambit_agent_v1_agent, file_ambit_contract_v1_contract, file_ambit_ledger_v1_ledger, file_ambit_log_v1_log, file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * ProposeItemRequest carries the item to record.
@@ -388,6 +389,142 @@ export const DeriveHandoffResponseSchema: GenMessage<DeriveHandoffResponse> = /*
   messageDesc(file_ambit_kernel_v1_governance, 13);
 
 /**
+ * ListTasksRequest filters and pages the tasks.
+ *
+ * @generated from message ambit.kernel.v1.ListTasksRequest
+ */
+export type ListTasksRequest = Message<"ambit.kernel.v1.ListTasksRequest"> & {
+  /**
+   * Only the tasks this agent acts on; empty lists every agent's.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Only the tasks bound to this contract item; empty lists every item's.
+   *
+   * @generated from field: string contract_item_id = 2;
+   */
+  contractItemId: string;
+
+  /**
+   * Return the tasks whose identifier sorts after this one: the last
+   * task_id of the previous page.
+   *
+   * @generated from field: string after_task_id = 3;
+   */
+  afterTaskId: string;
+
+  /**
+   * At most this many (default 100, at most 1000).
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message ambit.kernel.v1.ListTasksRequest.
+ * Use `create(ListTasksRequestSchema)` to create a new message.
+ */
+export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
+  messageDesc(file_ambit_kernel_v1_governance, 14);
+
+/**
+ * ListTasksResponse is one page of tasks.
+ *
+ * @generated from message ambit.kernel.v1.ListTasksResponse
+ */
+export type ListTasksResponse = Message<"ambit.kernel.v1.ListTasksResponse"> & {
+  /**
+   * Matching tasks, ordered by task_id.
+   *
+   * @generated from field: repeated ambit.kernel.v1.Task tasks = 1;
+   */
+  tasks: Task[];
+
+  /**
+   * The task_id to pass as after_task_id for the next page; empty on the
+   * last page.
+   *
+   * @generated from field: string next_after_task_id = 2;
+   */
+  nextAfterTaskId: string;
+};
+
+/**
+ * Describes the message ambit.kernel.v1.ListTasksResponse.
+ * Use `create(ListTasksResponseSchema)` to create a new message.
+ */
+export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
+  messageDesc(file_ambit_kernel_v1_governance, 15);
+
+/**
+ * Task is a task's binding to a contract and an agent.
+ *
+ * @generated from message ambit.kernel.v1.Task
+ */
+export type Task = Message<"ambit.kernel.v1.Task"> & {
+  /**
+   * The task.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The contract item the task is bound to.
+   *
+   * @generated from field: string contract_item_id = 2;
+   */
+  contractItemId: string;
+
+  /**
+   * The agent (certificate name) that acts on the task.
+   *
+   * @generated from field: string agent = 3;
+   */
+  agent: string;
+
+  /**
+   * The contract item's computed class now; only a CANONICAL contract
+   * yields ALLOW decisions.
+   *
+   * @generated from field: ambit.ledger.v1.CanonClass contract_class = 4;
+   */
+  contractClass: CanonClass;
+
+  /**
+   * The contract's contract_id, e.g. "expense-refund".
+   *
+   * @generated from field: string contract_id = 5;
+   */
+  contractId: string;
+
+  /**
+   * The contract's version.
+   *
+   * @generated from field: string contract_version = 6;
+   */
+  contractVersion: string;
+
+  /**
+   * The contract grants nothing after this instant.
+   *
+   * @generated from field: google.protobuf.Timestamp valid_until = 7;
+   */
+  validUntil?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message ambit.kernel.v1.Task.
+ * Use `create(TaskSchema)` to create a new message.
+ */
+export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
+  messageDesc(file_ambit_kernel_v1_governance, 16);
+
+/**
  * Approval is one request for independent approval.
  *
  * @generated from message ambit.kernel.v1.Approval
@@ -462,7 +599,7 @@ export type Approval = Message<"ambit.kernel.v1.Approval"> & {
  * Use `create(ApprovalSchema)` to create a new message.
  */
 export const ApprovalSchema: GenMessage<Approval> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 14);
+  messageDesc(file_ambit_kernel_v1_governance, 17);
 
 /**
  * ListApprovalsRequest filters approvals.
@@ -483,7 +620,7 @@ export type ListApprovalsRequest = Message<"ambit.kernel.v1.ListApprovalsRequest
  * Use `create(ListApprovalsRequestSchema)` to create a new message.
  */
 export const ListApprovalsRequestSchema: GenMessage<ListApprovalsRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 15);
+  messageDesc(file_ambit_kernel_v1_governance, 18);
 
 /**
  * ListApprovalsResponse lists approvals.
@@ -504,7 +641,7 @@ export type ListApprovalsResponse = Message<"ambit.kernel.v1.ListApprovalsRespon
  * Use `create(ListApprovalsResponseSchema)` to create a new message.
  */
 export const ListApprovalsResponseSchema: GenMessage<ListApprovalsResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 16);
+  messageDesc(file_ambit_kernel_v1_governance, 19);
 
 /**
  * DecideApprovalRequest decides one approval.
@@ -539,7 +676,7 @@ export type DecideApprovalRequest = Message<"ambit.kernel.v1.DecideApprovalReque
  * Use `create(DecideApprovalRequestSchema)` to create a new message.
  */
 export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 17);
+  messageDesc(file_ambit_kernel_v1_governance, 20);
 
 /**
  * DecideApprovalResponse is the approval after the decision.
@@ -560,7 +697,7 @@ export type DecideApprovalResponse = Message<"ambit.kernel.v1.DecideApprovalResp
  * Use `create(DecideApprovalResponseSchema)` to create a new message.
  */
 export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 18);
+  messageDesc(file_ambit_kernel_v1_governance, 21);
 
 /**
  * ListCommitmentsRequest names a task.
@@ -581,7 +718,7 @@ export type ListCommitmentsRequest = Message<"ambit.kernel.v1.ListCommitmentsReq
  * Use `create(ListCommitmentsRequestSchema)` to create a new message.
  */
 export const ListCommitmentsRequestSchema: GenMessage<ListCommitmentsRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 19);
+  messageDesc(file_ambit_kernel_v1_governance, 22);
 
 /**
  * ListCommitmentsResponse lists commitments.
@@ -602,7 +739,7 @@ export type ListCommitmentsResponse = Message<"ambit.kernel.v1.ListCommitmentsRe
  * Use `create(ListCommitmentsResponseSchema)` to create a new message.
  */
 export const ListCommitmentsResponseSchema: GenMessage<ListCommitmentsResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 20);
+  messageDesc(file_ambit_kernel_v1_governance, 23);
 
 /**
  * ListEntriesRequest pages through the log.
@@ -630,7 +767,7 @@ export type ListEntriesRequest = Message<"ambit.kernel.v1.ListEntriesRequest"> &
  * Use `create(ListEntriesRequestSchema)` to create a new message.
  */
 export const ListEntriesRequestSchema: GenMessage<ListEntriesRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 21);
+  messageDesc(file_ambit_kernel_v1_governance, 24);
 
 /**
  * ListEntriesResponse is one page.
@@ -651,7 +788,7 @@ export type ListEntriesResponse = Message<"ambit.kernel.v1.ListEntriesResponse">
  * Use `create(ListEntriesResponseSchema)` to create a new message.
  */
 export const ListEntriesResponseSchema: GenMessage<ListEntriesResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 22);
+  messageDesc(file_ambit_kernel_v1_governance, 25);
 
 /**
  * VerifyLogRequest asks for a full verification.
@@ -666,7 +803,7 @@ export type VerifyLogRequest = Message<"ambit.kernel.v1.VerifyLogRequest"> & {
  * Use `create(VerifyLogRequestSchema)` to create a new message.
  */
 export const VerifyLogRequestSchema: GenMessage<VerifyLogRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 23);
+  messageDesc(file_ambit_kernel_v1_governance, 26);
 
 /**
  * VerifyLogResponse reports the verification.
@@ -723,7 +860,7 @@ export type VerifyLogResponse = Message<"ambit.kernel.v1.VerifyLogResponse"> & {
  * Use `create(VerifyLogResponseSchema)` to create a new message.
  */
 export const VerifyLogResponseSchema: GenMessage<VerifyLogResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 24);
+  messageDesc(file_ambit_kernel_v1_governance, 27);
 
 /**
  * GetCheckpointRequest asks for the latest checkpoint.
@@ -738,7 +875,7 @@ export type GetCheckpointRequest = Message<"ambit.kernel.v1.GetCheckpointRequest
  * Use `create(GetCheckpointRequestSchema)` to create a new message.
  */
 export const GetCheckpointRequestSchema: GenMessage<GetCheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 25);
+  messageDesc(file_ambit_kernel_v1_governance, 28);
 
 /**
  * GetCheckpointResponse carries the latest checkpoint.
@@ -759,7 +896,7 @@ export type GetCheckpointResponse = Message<"ambit.kernel.v1.GetCheckpointRespon
  * Use `create(GetCheckpointResponseSchema)` to create a new message.
  */
 export const GetCheckpointResponseSchema: GenMessage<GetCheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 26);
+  messageDesc(file_ambit_kernel_v1_governance, 29);
 
 /**
  * GetInclusionProofRequest names an entry and a tree.
@@ -788,7 +925,7 @@ export type GetInclusionProofRequest = Message<"ambit.kernel.v1.GetInclusionProo
  * Use `create(GetInclusionProofRequestSchema)` to create a new message.
  */
 export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 27);
+  messageDesc(file_ambit_kernel_v1_governance, 30);
 
 /**
  * GetInclusionProofResponse carries the proof.
@@ -816,7 +953,7 @@ export type GetInclusionProofResponse = Message<"ambit.kernel.v1.GetInclusionPro
  * Use `create(GetInclusionProofResponseSchema)` to create a new message.
  */
 export const GetInclusionProofResponseSchema: GenMessage<GetInclusionProofResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 28);
+  messageDesc(file_ambit_kernel_v1_governance, 31);
 
 /**
  * GetConsistencyProofRequest names two tree sizes.
@@ -845,7 +982,7 @@ export type GetConsistencyProofRequest = Message<"ambit.kernel.v1.GetConsistency
  * Use `create(GetConsistencyProofRequestSchema)` to create a new message.
  */
 export const GetConsistencyProofRequestSchema: GenMessage<GetConsistencyProofRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 29);
+  messageDesc(file_ambit_kernel_v1_governance, 32);
 
 /**
  * GetConsistencyProofResponse carries the proof.
@@ -873,7 +1010,7 @@ export type GetConsistencyProofResponse = Message<"ambit.kernel.v1.GetConsistenc
  * Use `create(GetConsistencyProofResponseSchema)` to create a new message.
  */
 export const GetConsistencyProofResponseSchema: GenMessage<GetConsistencyProofResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 30);
+  messageDesc(file_ambit_kernel_v1_governance, 33);
 
 /**
  * ExportReceiptRequest names a receipt.
@@ -904,7 +1041,7 @@ export type ExportReceiptRequest = Message<"ambit.kernel.v1.ExportReceiptRequest
  * Use `create(ExportReceiptRequestSchema)` to create a new message.
  */
 export const ExportReceiptRequestSchema: GenMessage<ExportReceiptRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 31);
+  messageDesc(file_ambit_kernel_v1_governance, 34);
 
 /**
  * ExportReceiptResponse carries the bundle.
@@ -925,7 +1062,7 @@ export type ExportReceiptResponse = Message<"ambit.kernel.v1.ExportReceiptRespon
  * Use `create(ExportReceiptResponseSchema)` to create a new message.
  */
 export const ExportReceiptResponseSchema: GenMessage<ExportReceiptResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_governance, 32);
+  messageDesc(file_ambit_kernel_v1_governance, 35);
 
 /**
  * ApprovalState is where an approval stands.
@@ -1067,6 +1204,18 @@ export const GovernanceService: GenService<{
     methodKind: "unary";
     input: typeof DeriveHandoffRequestSchema;
     output: typeof DeriveHandoffResponseSchema;
+  },
+  /**
+   * ListTasks lists the tasks bound to contracts, in task order, a page at a
+   * time: each task's contract item, the agent that acts on it and the
+   * contract's class now.
+   *
+   * @generated from rpc ambit.kernel.v1.GovernanceService.ListTasks
+   */
+  listTasks: {
+    methodKind: "unary";
+    input: typeof ListTasksRequestSchema;
+    output: typeof ListTasksResponseSchema;
   },
   /**
    * ListApprovals lists approvals, pending ones by default.
