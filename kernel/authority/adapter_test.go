@@ -147,7 +147,7 @@ func TestStateChangeCancelsReach(t *testing.T) {
 	}
 	before := len(w.entries())
 	rec := w.changed(task, version43)
-	if diff := cmp.Diff(authority.Recorded{StateChanged: true, Revoked: []string{c.GetCapabilityId()}}, rec); diff != "" {
+	if diff := cmp.Diff(authority.Recorded{StateChanged: true, Revoked: []string{c.GetCapabilityId()}, LogIndex: uint64(before)}, rec); diff != "" {
 		t.Errorf("Recorded (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{"evidence", "revoke", "approval.cancel"}, kinds(w.entries()[before:])); diff != "" {
