@@ -69,8 +69,8 @@ var secretFacts = []string{"policy_thresholds", "credentials", "contract"}
 
 // Route is one relation the contract grants.
 type Route struct {
-	// Key identifies the route across contracts, e.g. "E claims_db.salary",
-	// "A refund -> claimant", "R read contract".
+	// Key identifies the route across contracts, e.g. "E hr_db.salary",
+	// "A pay -> payee", "R read contract".
 	Key       string   `json:"key"`
 	Aperture  string   `json:"aperture"`
 	Component string   `json:"granted_by"`
