@@ -50,11 +50,14 @@
 //     Idempotency-Key, an mcp tool that takes the key is called again,
 //     and any other mcp tool is not called: FailedPrecondition
 //     EFFECT_IN_DOUBT, logged, and the verifier's readback decides.
-//  8. Failpoint (crash tests only): when the environment variable
-//     AMBIT_FAILPOINT ([FailpointEnv]) is "action.after-commit"
-//     ([FailpointAfterCommit]), the process sends itself SIGKILL right
-//     after an effect commits at its target, before anything else. Unset
-//     or any other value, it has no effect. See [AfterCommitHook].
+//  8. Failpoints (crash tests only): the process frame's environment
+//     variable AMBIT_FAILPOINT ([FailpointEnv]) arms points at which the
+//     process sends itself SIGKILL: "action.after-start"
+//     ([FailpointAfterStart]) right after a key is written Started,
+//     "action.after-commit" ([FailpointAfterCommit]) right after an effect
+//     commits at its target, before anything else, and the frame's own at
+//     the edges of its calls (e.g. "answer:RedeemCapability"). Unset,
+//     nothing is armed.
 //  9. The kernel logs the effect receipt (AdapterService/RecordEffect,
 //     idempotent). Until it has, no receipt is returned: the answer is
 //     Unavailable EFFECT_NOT_RECORDED, and a retry returns the first
