@@ -205,12 +205,14 @@ func (c *Core) first(ctx context.Context, a *attempt) (*actionv1.ExecuteResponse
 	if err != nil {
 		return nil, err
 	}
-	// Expiry and the state check matter only for a first attempt: a retry
-	// after either must still settle the effect that may have happened.
-	exp := a.capability.GetExpiresAt()
-	if exp == nil || c.d.Now().After(exp.AsTime()) {
-		return nil, ErrExpired
-	}
+	// The state check matters only for a first attempt: a retry must
+	// still settle the effect that may have happened. Expiry is not
+	// checked here: it bounds the first redemption, and only the kernel
+	// knows whether this one is the first. A key without a row may belong
+	// to a capability the kernel redeemed already (an attempt that died
+	// between the redemption and its key's first write, or whose target
+	// certainly did nothing): the kernel answers that as a retry, to be
+	// carried out, and refuses an expired capability it never redeemed.
 	if err := c.checkState(ctx, a.capability); err != nil {
 		return nil, err
 	}

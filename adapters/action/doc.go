@@ -23,10 +23,9 @@
 //     used under another capability or for another call is InvalidArgument
 //     IDEMPOTENCY_KEY_REUSED and nothing else happens.
 //  4. A first attempt evaluates the executor's mappings (InvalidArgument
-//     ARGUMENTS_INVALID when the call does not fit), then needs an
-//     unexpired capability (FailedPrecondition CAPABILITY_EXPIRED) and,
-//     when a state check is configured for the source of the capability's
-//     record, the record still at the capability's state version
+//     ARGUMENTS_INVALID when the call does not fit), then, when a state
+//     check is configured for the source of the capability's record, needs
+//     the record still at the capability's state version
 //     (FailedPrecondition STATE_VERSION_CHANGED, [StateChangedError];
 //     Unavailable DEPENDENCY_UNAVAILABLE when it cannot be read). Nothing
 //     is redeemed or executed before these pass.
@@ -34,7 +33,12 @@
 //     with the holder), on every call including retries. A kernel that
 //     cannot be reached is Unavailable KERNEL_UNAVAILABLE "kernel
 //     unreachable: nothing was executed"; its refusals pass through
-//     unchanged ([upstream.Refusal]).
+//     unchanged ([upstream.Refusal]). Expiry is the kernel's to judge:
+//     it refuses a capability it never redeemed once it has expired
+//     (FailedPrecondition CAPABILITY_EXPIRED), and answers a retry of one
+//     it redeemed in time whatever the time, because an attempt without a
+//     key row may follow a redemption (an attempt that died before its
+//     key was written, or whose target certainly did nothing).
 //  6. A first attempt writes its key Started, performs the effect, signs
 //     the effect receipt (the capability's call and destination, the
 //     target's record_ref, executed_at) and writes the key Done with it.
