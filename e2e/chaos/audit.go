@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -350,4 +351,10 @@ func VerifyLedger(ctx context.Context, ambitctl string, st *devstack.Stack) (*Le
 	}
 	l.Checkpoints = len(matches)
 	return l, nil
+}
+
+// logOf reads a process's log, in which the audit counts lines.
+func logOf(st *devstack.Stack, name string) (string, error) {
+	data, err := os.ReadFile(st.LogPath(name))
+	return string(data), err
 }
