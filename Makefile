@@ -19,6 +19,10 @@ PACKAGES = $(addsuffix /...,$(MODULES))
 # The version --version prints; the build information supplies the rest.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/ambitkernel/ambit/sdk/version.Version=$(VERSION)
+# make chaos runs this many refund loops (and a quarter as many
+# support-desk loops) from this seed.
+CHAOS_LOOPS ?= 1000
+CHAOS_SEED ?= 1
 BINARIES := ambit-kernel ambit-evidence ambit-action ambit-verifier ambit-mcp ambitctl ambit-demo supportdesk-mcp refund-data
 
 # The clients. Only Debian's /usr/bin/python3 has Debian's Python packages.
@@ -51,6 +55,10 @@ test-go: ## Run every module's tests with the race detector
 test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clients' tests against a live stack
 	cd clients/python && $(PYTHON) -m pytest -q
 	cd $(TS_CLIENT) && node_modules/.bin/tsc && node --test dist/test/*.test.js
+
+.PHONY: chaos
+chaos: ## Crash test: 1,000 refund and 250 support-desk loops under SIGKILLs at random times and at every failpoint, then the audit
+	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
 
 .PHONY: bench
 bench: ## Print evaluator and networked benchmarks beside their baselines

@@ -268,12 +268,14 @@ func TestExecuteRefusals(t *testing.T) {
 			rows: 1,
 		},
 		{
+			// The kernel judges expiry: it refuses a capability it never
+			// redeemed, and the refusal passes through.
 			name: "expired",
 			setup: func(t *testing.T, f *fixture) *actionv1.ExecuteRequest {
 				f.clock.set(expires.Add(time.Nanosecond))
 				return request(f.keys.capability(t, "idem-1", transferCall), "idem-1")
 			},
-			want: refusal{codes.FailedPrecondition, "capability expired", reason(errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED)},
+			want: refusal{codes.FailedPrecondition, "capability cap-idem-1 is EXPIRED", reason(errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED)},
 		},
 		{
 			name:   "kernel unreachable: nothing executed",

@@ -3,7 +3,6 @@ package action
 import (
 	"context"
 	"io"
-	"os"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -19,17 +18,18 @@ import (
 // optional --listen and --addr-file overrides), opens the key table, the
 // state checks and the executors (a problem stops the start, naming its
 // key path), serves and sweeps unrecorded effects until ctx ends, and
-// returns after a graceful stop. Usage text goes to stdout. The
-// [FailpointEnv] environment variable is read here.
+// returns after a graceful stop. Usage text goes to stdout. The process
+// frame arms the failpoints [FailpointEnv] names; the adapter claims its
+// own ([FailpointAfterStart], [FailpointAfterCommit]) here.
 func Run(ctx context.Context, args []string, stdout io.Writer) error {
 	var cfg Config
 	// Main loads cfg before it calls the function.
 	return service.MainSidecar(ctx, "ambit-action", pki.RoleAction, args, stdout, &cfg, Policy(), func(ctx context.Context, s *service.Sidecar) error {
-		return run(ctx, cfg, s, AfterCommitHook(os.Getenv))
+		return run(ctx, cfg, s)
 	})
 }
 
-func run(ctx context.Context, cfg Config, p *service.Sidecar, afterCommit func()) error {
+func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	kernelKey, err := pki.LoadPublicKey(cfg.PKIDir, cfg.KernelKey)
 	if err != nil {
 		return err
@@ -63,16 +63,13 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar, afterCommit func()
 		Keys:          keys,
 		Executors:     executors,
 		StateChecks:   checks,
-		AfterCommit:   afterCommit,
+		AfterStart:    p.Failpoint(FailpointAfterStart),
+		AfterCommit:   p.Failpoint(FailpointAfterCommit),
 	})
 	if err != nil {
 		return err
 	}
 	actionv1.RegisterActionServiceServer(p.Server, NewHandler(core))
-	if afterCommit != nil {
-		p.Log.Warn("failpoint armed: the process kills itself after the next effect commits",
-			zap.String("failpoint", FailpointAfterCommit))
-	}
 	// What the adapter cannot read makes it NOT_SERVING: its key table
 	// (nothing can be executed), an sql executor's table, a state check's
 	// table (executions of those tools would all fail).

@@ -33,8 +33,8 @@ type Kernel interface {
 
 var _ Kernel = kernelv1.AdapterServiceClient(nil)
 
-// Deps are what a [Core] needs. Now, NewID, StateChecks and AfterCommit
-// may be nil.
+// Deps are what a [Core] needs. Now, NewID, StateChecks, AfterStart and
+// AfterCommit may be nil.
 type Deps struct {
 	// Issuer issues the effect receipts with the adapter's key; its log
 	// gets one line per effect.
@@ -55,10 +55,13 @@ type Deps struct {
 	// versions; a capability whose record lies in another source, or that
 	// binds no state version, is not checked.
 	StateChecks map[string]*StateCheck
+	// AfterStart, when set, runs right after a key is written Started and
+	// before its effect is attempted; see [FailpointAfterStart].
+	AfterStart func()
 	// AfterCommit, when set, runs right after an effect is committed at
 	// its target and before anything else (its key is still Started, or,
 	// for an sql executor sharing the adapter's database, Done in the same
-	// transaction); see [AfterCommitHook].
+	// transaction); see [FailpointAfterCommit].
 	AfterCommit func()
 }
 
@@ -202,12 +205,14 @@ func (c *Core) first(ctx context.Context, a *attempt) (*actionv1.ExecuteResponse
 	if err != nil {
 		return nil, err
 	}
-	// Expiry and the state check matter only for a first attempt: a retry
-	// after either must still settle the effect that may have happened.
-	exp := a.capability.GetExpiresAt()
-	if exp == nil || c.d.Now().After(exp.AsTime()) {
-		return nil, ErrExpired
-	}
+	// The state check matters only for a first attempt: a retry must
+	// still settle the effect that may have happened. Expiry is not
+	// checked here: it bounds the first redemption, and only the kernel
+	// knows whether this one is the first. A key without a row may belong
+	// to a capability the kernel redeemed already (an attempt that died
+	// between the redemption and its key's first write, or whose target
+	// certainly did nothing): the kernel answers that as a retry, to be
+	// carried out, and refuses an expired capability it never redeemed.
 	if err := c.checkState(ctx, a.capability); err != nil {
 		return nil, err
 	}
@@ -228,6 +233,9 @@ func (c *Core) first(ctx context.Context, a *attempt) (*actionv1.ExecuteResponse
 			return c.settleTaken(ctx, a, first)
 		}
 		return nil, err
+	}
+	if c.d.AfterStart != nil {
+		c.d.AfterStart()
 	}
 	ref, err := effect.Do(ctx)
 	if err != nil {

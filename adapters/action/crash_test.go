@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ambitkernel/ambit/adapters/action"
+	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // crashChildEnv carries, to a child test process, the targets and the
@@ -25,19 +26,23 @@ type crashSpec struct {
 }
 
 // TestCrashBetweenEffectAndReceipt executes one call in a child process
-// armed with AMBIT_FAILPOINT=action.after-commit: the child dies by
-// SIGKILL right after the effect reached its target. A retry here, with
-// the same key, settles it: an sql row decides, an http request is resent
-// with the same Idempotency-Key, an mcp tool that takes the key is called
-// again, one that does not is left in doubt. No target ever holds two
-// effects.
+// armed with a failpoint: AMBIT_FAILPOINT=action.after-commit kills the
+// child by SIGKILL right after the effect reached its target,
+// action.after-start right after its key was written Started and before
+// the target was asked. A retry here, with the same key, settles it: an
+// sql row decides (and, missing, is written now), an http request is
+// resent with the same Idempotency-Key, an mcp tool that takes the key is
+// called again, one that does not is left in doubt. No target ever holds
+// two effects.
 func TestCrashBetweenEffectAndReceipt(t *testing.T) {
 	if spec := os.Getenv(crashChildEnv); spec != "" {
 		crashChild(t, spec)
 		return
 	}
 	for _, tc := range []struct {
-		tool string
+		// failpoint is the one armed (default action.after-commit).
+		failpoint string
+		tool      string
 		// killed is the key's state right after the kill.
 		killed action.State
 		// want is the retry's refusal; nil: a receipt referring to ref.
@@ -60,15 +65,24 @@ func TestCrashBetweenEffectAndReceipt(t *testing.T) {
 			}
 		}},
 		{tool: "send_message", killed: action.Started, want: &inDoubt, check: oneCall("send_message")},
+		{failpoint: action.FailpointAfterStart, tool: "transfer", killed: action.Started, ref: "eff-0001", check: oneTransfer(targets.targetDB)},
+		{failpoint: action.FailpointAfterStart, tool: "notify", killed: action.Started, ref: "n-1", check: oneRequest(`{"amount":{"currency_code":"GBP","minor_units":1740},"key":"idem-1","task":"task-1","to":"acct-7"}`)},
+		{failpoint: action.FailpointAfterStart, tool: "issue_credit", killed: action.Started, ref: "cr-1", check: oneCall("issue_credit")},
+		// The tool was never called, but nothing can tell the adapter so:
+		// it is not called now either.
+		{failpoint: action.FailpointAfterStart, tool: "send_message", killed: action.Started, want: &inDoubt, check: noCall},
 	} {
-		t.Run(tc.tool, func(t *testing.T) {
+		if tc.failpoint == "" {
+			tc.failpoint = action.FailpointAfterCommit
+		}
+		t.Run(tc.failpoint+"/"+tc.tool, func(t *testing.T) {
 			tg, hook, m := newTargets(t)
 			spec, err := json.Marshal(crashSpec{Targets: tg, Tool: tc.tool})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashBetweenEffectAndReceipt$", "-test.count=1")
-			cmd.Env = append(os.Environ(), crashChildEnv+"="+string(spec), action.FailpointEnv+"="+action.FailpointAfterCommit)
+			cmd.Env = append(os.Environ(), crashChildEnv+"="+string(spec), action.FailpointEnv+"="+tc.failpoint)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) {
@@ -118,27 +132,23 @@ func crashChild(t *testing.T, raw string) {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		t.Fatal(err)
 	}
+	fps, err := service.ParseFailpoints(os.Getenv(action.FailpointEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := newFixture(t, &kernel{}, spec.Targets, options{deps: func(d *action.Deps) {
-		d.AfterCommit = action.AfterCommitHook(os.Getenv)
+		d.AfterStart = fps.Hook(action.FailpointAfterStart)
+		d.AfterCommit = fps.Hook(action.FailpointAfterCommit)
 	}})
 	req := request(f.keys.capability(t, "idem-1", toolCall(spec.Tool, transferArgs)), "idem-1")
-	_, err := f.core.Execute(context.Background(), "agent", req)
+	_, err = f.core.Execute(context.Background(), "agent", req)
 	t.Fatalf("the failpoint did not kill the process (Execute = %v)", err)
 }
 
-func TestAfterCommitHook(t *testing.T) {
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == action.FailpointEnv {
-				return v
-			}
-			return ""
-		}
-	}
-	if action.AfterCommitHook(env("")) != nil || action.AfterCommitHook(env("action.before-commit")) != nil {
-		t.Error("hook armed without the failpoint")
-	}
-	if action.AfterCommitHook(env("action.after-commit")) == nil {
-		t.Error("hook not armed by AMBIT_FAILPOINT=action.after-commit")
+// noCall checks that the mcp target was never called.
+func noCall(t *testing.T, _ targets, _ *hookTarget, m *mcpTarget) {
+	t.Helper()
+	if calls, credits, messages := m.seen(); len(calls) != 0 || credits+messages != 0 {
+		t.Errorf("mcp target called %v: %d credits, %d messages; want nothing", calls, credits, messages)
 	}
 }

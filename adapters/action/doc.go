@@ -23,10 +23,9 @@
 //     used under another capability or for another call is InvalidArgument
 //     IDEMPOTENCY_KEY_REUSED and nothing else happens.
 //  4. A first attempt evaluates the executor's mappings (InvalidArgument
-//     ARGUMENTS_INVALID when the call does not fit), then needs an
-//     unexpired capability (FailedPrecondition CAPABILITY_EXPIRED) and,
-//     when a state check is configured for the source of the capability's
-//     record, the record still at the capability's state version
+//     ARGUMENTS_INVALID when the call does not fit), then, when a state
+//     check is configured for the source of the capability's record, needs
+//     the record still at the capability's state version
 //     (FailedPrecondition STATE_VERSION_CHANGED, [StateChangedError];
 //     Unavailable DEPENDENCY_UNAVAILABLE when it cannot be read). Nothing
 //     is redeemed or executed before these pass.
@@ -34,7 +33,12 @@
 //     with the holder), on every call including retries. A kernel that
 //     cannot be reached is Unavailable KERNEL_UNAVAILABLE "kernel
 //     unreachable: nothing was executed"; its refusals pass through
-//     unchanged ([upstream.Refusal]).
+//     unchanged ([upstream.Refusal]). Expiry is the kernel's to judge:
+//     it refuses a capability it never redeemed once it has expired
+//     (FailedPrecondition CAPABILITY_EXPIRED), and answers a retry of one
+//     it redeemed in time whatever the time, because an attempt without a
+//     key row may follow a redemption (an attempt that died before its
+//     key was written, or whose target certainly did nothing).
 //  6. A first attempt writes its key Started, performs the effect, signs
 //     the effect receipt (the capability's call and destination, the
 //     target's record_ref, executed_at) and writes the key Done with it.
@@ -50,11 +54,14 @@
 //     Idempotency-Key, an mcp tool that takes the key is called again,
 //     and any other mcp tool is not called: FailedPrecondition
 //     EFFECT_IN_DOUBT, logged, and the verifier's readback decides.
-//  8. Failpoint (crash tests only): when the environment variable
-//     AMBIT_FAILPOINT ([FailpointEnv]) is "action.after-commit"
-//     ([FailpointAfterCommit]), the process sends itself SIGKILL right
-//     after an effect commits at its target, before anything else. Unset
-//     or any other value, it has no effect. See [AfterCommitHook].
+//  8. Failpoints (crash tests only): the process frame's environment
+//     variable AMBIT_FAILPOINT ([FailpointEnv]) arms points at which the
+//     process sends itself SIGKILL: "action.after-start"
+//     ([FailpointAfterStart]) right after a key is written Started,
+//     "action.after-commit" ([FailpointAfterCommit]) right after an effect
+//     commits at its target, before anything else, and the frame's own at
+//     the edges of its calls (e.g. "answer:RedeemCapability"). Unset,
+//     nothing is armed.
 //  9. The kernel logs the effect receipt (AdapterService/RecordEffect,
 //     idempotent). Until it has, no receipt is returned: the answer is
 //     Unavailable EFFECT_NOT_RECORDED, and a retry returns the first

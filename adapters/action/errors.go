@@ -34,8 +34,6 @@ var (
 	// ErrArguments is a call the executor's mappings cannot be evaluated
 	// over (InvalidArgument); nothing was redeemed or executed.
 	ErrArguments = errors.New("the call does not fit the tool's executor: nothing was executed")
-	// ErrExpired is a capability past its expiry (FailedPrecondition).
-	ErrExpired = errors.New("capability expired")
 	// ErrStateChanged matches a [*StateChangedError] (FailedPrecondition).
 	ErrStateChanged = errors.New("record changed since the decision: nothing was executed")
 	// ErrStateUnreadable means the record's state version could not be
@@ -103,7 +101,6 @@ func statuses() service.Statuses {
 		{Err: ErrNotHolder, Code: codes.PermissionDenied, Reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_NOT_HOLDER},
 		{Err: ErrKeyMismatch, Code: codes.InvalidArgument, Reason: errorv1.ErrorReason_ERROR_REASON_IDEMPOTENCY_KEY_MISMATCH},
 		{Err: ErrKeyReused, Code: codes.InvalidArgument, Reason: errorv1.ErrorReason_ERROR_REASON_IDEMPOTENCY_KEY_REUSED},
-		{Err: ErrExpired, Code: codes.FailedPrecondition, Reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED},
 		{Err: ErrStateUnreadable, Code: codes.Unavailable, Reason: errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE},
 		{Err: ErrKernelUnreachable, Code: codes.Unavailable, Reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 		{Err: ErrInDoubt, Code: codes.FailedPrecondition, Reason: errorv1.ErrorReason_ERROR_REASON_EFFECT_IN_DOUBT},

@@ -1,22 +1,21 @@
 package action
 
-// Failpoints make crash tests kill the process at an exact point.
+import "github.com/ambitkernel/ambit/sdk/service"
+
+// The action adapter's own failpoints, for crash tests: armed by the
+// process frame's environment variable (service.FailpointEnv), each kills
+// the process with SIGKILL between two durable steps of an execution. The
+// frame's own points (e.g. "answer:RedeemCapability", "call:RecordEffect",
+// "reply:Execute") cover the steps at the edges of a call.
 const (
-	// FailpointEnv is the environment variable that arms a failpoint.
-	FailpointEnv = "AMBIT_FAILPOINT"
-	// FailpointAfterCommit kills the process with SIGKILL right after an
-	// effect is committed at its target: before its key is marked Done
-	// (unless an sql executor wrote both in one transaction), before the
-	// kernel hears of it and before anything is answered.
+	// FailpointEnv is the environment variable that arms failpoints.
+	FailpointEnv = service.FailpointEnv
+	// FailpointAfterStart kills the process right after a key is written
+	// Started and before its effect is attempted at the target.
+	FailpointAfterStart = "action.after-start"
+	// FailpointAfterCommit kills the process right after an effect is
+	// committed at its target: before its key is marked Done (unless an
+	// sql executor wrote both in one transaction), before the kernel
+	// hears of it and before anything is answered.
 	FailpointAfterCommit = "action.after-commit"
 )
-
-// AfterCommitHook returns the hook [Core] runs right after an effect
-// commits: when getenv(FailpointEnv) is [FailpointAfterCommit] it is a
-// genuine kill -9 of this process; otherwise it is nil and has no effect.
-func AfterCommitHook(getenv func(string) string) func() {
-	if getenv(FailpointEnv) != FailpointAfterCommit {
-		return nil
-	}
-	return killSelf
-}

@@ -19,11 +19,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/ambitkernel/ambit/adapters/action"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
@@ -35,8 +37,10 @@ import (
 )
 
 // kernel is an in-test implementation of action.Kernel: it counts calls,
-// keeps what it was sent and answers with the configured errors. The real
-// kernel runs in the end-to-end tests.
+// keeps what it was sent and answers with the configured errors. Like the
+// real kernel (which runs in the end-to-end tests) it refuses an expired
+// capability it never redeemed and answers a retry of one it redeemed,
+// expired or not.
 type kernel struct {
 	mu        sync.Mutex
 	redeemed  int
@@ -44,6 +48,9 @@ type kernel struct {
 	recorded  []*receiptv1.Envelope
 	redeemErr error
 	recordErr error
+	// now is the fixture's clock; ids are the capabilities redeemed.
+	now func() time.Time
+	ids map[string]bool
 }
 
 var _ action.Kernel = (*kernel)(nil)
@@ -54,9 +61,22 @@ func (k *kernel) RedeemCapability(_ context.Context, in *kernelv1.RedeemCapabili
 	if k.redeemErr != nil {
 		return nil, k.redeemErr
 	}
+	var c receiptv1.Capability
+	if err := proto.Unmarshal(in.GetCapability().GetPayload(), &c); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	first := !k.ids[c.GetCapabilityId()]
+	if first && k.now != nil && k.now().After(c.GetExpiresAt().AsTime()) {
+		return nil, service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED,
+			"capability "+c.GetCapabilityId()+" is EXPIRED")
+	}
+	if k.ids == nil {
+		k.ids = map[string]bool{}
+	}
+	k.ids[c.GetCapabilityId()] = true
 	k.redeemed++
 	k.redeems = append(k.redeems, in)
-	return &kernelv1.RedeemCapabilityResponse{First: k.redeemed == 1}, nil
+	return &kernelv1.RedeemCapabilityResponse{First: first}, nil
 }
 
 func (k *kernel) RecordEffect(_ context.Context, in *kernelv1.RecordEffectRequest, _ ...grpc.CallOption) (*kernelv1.RecordEffectResponse, error) {
@@ -425,6 +445,9 @@ type options struct {
 func newFixture(t testing.TB, k *kernel, tg targets, o options) *fixture {
 	t.Helper()
 	f := &fixture{kernel: k, tg: tg, clock: &clock{t: now}}
+	k.mu.Lock()
+	k.now = f.clock.now
+	k.mu.Unlock()
 	if o.keys != nil {
 		f.keys = *o.keys
 	} else {

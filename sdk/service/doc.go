@@ -32,6 +32,13 @@
 //     [Statuses.Validate] checks a table names one for every rule.
 //     [Handle] is the request flow of a handler (validate, call the core
 //     as the caller, map the error).
+//   - [Failpoints], for crash tests: the environment variable
+//     AMBIT_FAILPOINT ([FailpointEnv]) arms points at which the process
+//     kills itself with SIGKILL — the frame's own at the edges of every
+//     call ("reply:<Method>" once a served call succeeded and before it is
+//     answered, "call:<Method>" before an outgoing call, "answer:<Method>"
+//     once it succeeded and before its answer is used) and a process's own,
+//     claimed with [Process.Failpoint]. Unset, nothing is installed.
 //   - [Issuer] is what every service's core needs to issue signed receipts
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
 //     random part of an identifier a service issues.

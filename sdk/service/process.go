@@ -84,11 +84,19 @@ func Main(ctx context.Context, prog Program, args []string, stdout io.Writer) er
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	// Failpoints come from the environment only: they are for crash
+	// tests, never part of a deployment's configuration.
+	spec, _ := env(FailpointEnv)
+	failpoints, err := ParseFailpoints(spec)
+	if err != nil {
+		return err
+	}
 	p, err := Start(ctx, prog.Name, prog.Role, *base, log.With(zap.String("service", prog.Name), zap.String("identity", base.Identity)))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = p.Close() }()
+	p.failpoints = failpoints
 	return prog.Run(ctx, p)
 }
 
@@ -109,12 +117,13 @@ type Process struct {
 	// listener. Register domain metrics (decisions by outcome…) here.
 	Metrics *prometheus.Registry
 
-	name      string
-	cfg       Common
-	telemetry *telemetry
-	health    *healthChecks
-	servers   []*serve.Server
-	conns     []*grpc.ClientConn
+	name       string
+	cfg        Common
+	failpoints *Failpoints
+	telemetry  *telemetry
+	health     *healthChecks
+	servers    []*serve.Server
+	conns      []*grpc.ClientConn
 }
 
 // Start loads the identity's TLS certificate (which must carry role) and
@@ -160,10 +169,13 @@ func Start(ctx context.Context, name string, role pki.Role, cfg Common, log *zap
 // reflection, authorising calls against policy. Register services on it
 // and pass it to [Process.Serve].
 func (p *Process) NewServer(listener string, policy serve.Policy, opts ...serve.Option) *serve.Server {
+	unary := []grpc.UnaryServerInterceptor{p.telemetry.serverMetrics.UnaryServerInterceptor()}
+	if fp := p.failpoints.unaryServer(); fp != nil {
+		// Outermost: the call's log line is written before the kill.
+		unary = append([]grpc.UnaryServerInterceptor{fp}, unary...)
+	}
 	all := []serve.Option{
-		serve.WithInterceptors(
-			[]grpc.UnaryServerInterceptor{p.telemetry.serverMetrics.UnaryServerInterceptor()},
-			[]grpc.StreamServerInterceptor{p.telemetry.serverMetrics.StreamServerInterceptor()}),
+		serve.WithInterceptors(unary, []grpc.StreamServerInterceptor{p.telemetry.serverMetrics.StreamServerInterceptor()}),
 		serve.WithStatsHandler(otelgrpc.NewServerHandler(p.telemetry.otelOptions()...)),
 	}
 	if p.cfg.Reflection {
@@ -183,8 +195,12 @@ func (p *Process) Dial(ctx context.Context, addr string, server pki.Expect) (*gr
 	if err != nil {
 		return nil, err
 	}
+	unary := []grpc.UnaryClientInterceptor{p.telemetry.clientMetrics.UnaryClientInterceptor()}
+	if fp := p.failpoints.unaryClient(); fp != nil {
+		unary = append(unary, fp)
+	}
 	conn, err := serve.Dial(ctx, addr, tlsCfg,
-		grpc.WithChainUnaryInterceptor(p.telemetry.clientMetrics.UnaryClientInterceptor()),
+		grpc.WithChainUnaryInterceptor(unary...),
 		grpc.WithChainStreamInterceptor(p.telemetry.clientMetrics.StreamClientInterceptor()),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler(p.telemetry.otelOptions()...)))
 	if err != nil {
@@ -193,6 +209,12 @@ func (p *Process) Dial(ctx context.Context, addr string, server pki.Expect) (*gr
 	p.conns = append(p.conns, conn)
 	return conn, nil
 }
+
+// Failpoint claims a process's own failpoint (see [Failpoints.Hook]): the
+// returned function kills the process when [FailpointEnv] arms name and
+// its occurrence has come; it is nil when name is not armed. Claim every
+// point before [Process.Serve], which refuses armed names nobody claimed.
+func (p *Process) Failpoint(name string) func() { return p.failpoints.Hook(name) }
 
 // Check adds a dependency probe to the process's health: probe returns nil
 // while the process can do that part of its job (a dependency answers, a
@@ -222,11 +244,23 @@ func (p *Process) Serve(ctx context.Context, listeners []serve.Listener, fields 
 			servers = append(servers, l.Server)
 		}
 	}
+	served := map[string]bool{}
 	for _, s := range servers {
 		if err := s.CheckPolicy(); err != nil {
 			return err
 		}
 		p.telemetry.serverMetrics.InitializeMetrics(s.GRPC)
+		for _, info := range s.GRPC.GetServiceInfo() {
+			for _, m := range info.Methods {
+				served[m.Name] = true
+			}
+		}
+	}
+	if err := p.failpoints.check(served); err != nil {
+		return err
+	}
+	if armed := p.failpoints.Armed(); len(armed) > 0 {
+		p.Log.Warn("failpoints armed: the process kills itself with SIGKILL at each", zap.Strings("failpoints", armed))
 	}
 	all := append([]serve.Listener(nil), listeners...)
 	if p.cfg.HealthListen != "" {

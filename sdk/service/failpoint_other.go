@@ -1,6 +1,6 @@
 //go:build !unix
 
-package action
+package service
 
 import "os"
 
