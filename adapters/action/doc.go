@@ -26,10 +26,11 @@
 //     ARGUMENTS_INVALID when the call does not fit), then needs an
 //     unexpired capability (FailedPrecondition CAPABILITY_EXPIRED) and,
 //     when a state check is configured for the source of the capability's
-//     record, the record still at the capability's state version
-//     (FailedPrecondition STATE_VERSION_CHANGED, [StateChangedError];
-//     Unavailable DEPENDENCY_UNAVAILABLE when it cannot be read). Nothing
-//     is redeemed or executed before these pass.
+//     record ([StateCheckConfig]: a table read read-only, or a read-only
+//     tool of the source's MCP server), the record still at the
+//     capability's state version (FailedPrecondition STATE_VERSION_CHANGED,
+//     [StateChangedError]; Unavailable DEPENDENCY_UNAVAILABLE when it
+//     cannot be read). Nothing is redeemed or executed before these pass.
 //  5. The kernel redeems the capability (AdapterService/RedeemCapability,
 //     with the holder), on every call including retries. A kernel that
 //     cannot be reached is Unavailable KERNEL_UNAVAILABLE "kernel
