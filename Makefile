@@ -52,6 +52,10 @@ test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clie
 	cd clients/python && $(PYTHON) -m pytest -q
 	cd $(TS_CLIENT) && node_modules/.bin/tsc && node --test dist/test/*.test.js
 
+.PHONY: attack
+attack: ## Run the attack harness against the four processes (every family, both examples, three rounds) and print its table
+	AMBIT_ATTACK=1 go test -count=1 -run '^TestAttack$$' -v -timeout 20m ./e2e/
+
 .PHONY: bench
 bench: ## Print evaluator and networked benchmarks beside their baselines
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/ ./kernel/authority/
