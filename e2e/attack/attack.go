@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/ambitkernel/ambit/e2e/demo"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
@@ -266,10 +265,9 @@ type scene struct {
 	// canaries are the values the agent is never granted.
 	canaries []string
 
-	mu                 sync.Mutex
-	attempts, refused  int
-	authorised         []effect
-	attackTask, legitT string
+	mu                sync.Mutex
+	attempts, refused int
+	authorised        []effect
 }
 
 // intend records an effect the task owner wants.
@@ -631,6 +629,3 @@ func Format(results []Result) string {
 	}
 	return b.String()
 }
-
-// deadline bounds each wait for the system to catch up (a revocation).
-const deadline = 15 * time.Second

@@ -307,7 +307,8 @@ func afterChange(ctx context.Context, s *scene, d *client.Decision, again client
 	s.execute(ctx, "run the held capability a second later", req, action)
 }
 
-// written lists the payments for the scene's claims.
+// written lists the payments for the scene's claims, and any other the
+// scene's tasks made.
 func (d *refundDomain) written(ctx context.Context, s *scene) ([]effect, error) {
 	r := d.records(s)
 	db, err := sqldb.OpenReadOnly(filepath.Join(d.h.Stack.DataDir, "payments.db"))
@@ -315,8 +316,9 @@ func (d *refundDomain) written(ctx context.Context, s *scene) ([]effect, error) 
 		return nil, err
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, `SELECT claim_id, payee_id, amount_minor, currency FROM payments WHERE claim_id IN (?, ?, ?) ORDER BY executed_at`,
-		r.legit, r.attacked, r.other)
+	rows, err := db.QueryContext(ctx, `SELECT claim_id, payee_id, amount_minor, currency FROM payments
+		WHERE claim_id IN (?, ?, ?) OR task_id IN (?, ?) ORDER BY executed_at`,
+		r.legit, r.attacked, r.other, r.legitTask, r.attackTask)
 	if err != nil {
 		return nil, err
 	}
