@@ -6,9 +6,11 @@ require (
 	github.com/ambitkernel/ambit/kernel v0.0.0
 	github.com/ambitkernel/ambit/proto v0.0.0
 	github.com/ambitkernel/ambit/sdk v0.0.0
+	github.com/google/go-cmp v0.7.0
 	github.com/transparency-dev/merkle v0.0.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.42.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -47,7 +49,6 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260819154853-08b0e4226688 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

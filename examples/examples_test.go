@@ -62,6 +62,12 @@ type (
 			StateVersion string   `json:"state_version"`
 			Columns      []string `json:"columns"`
 		} `json:"sql"`
+		MCP *struct {
+			Server       mcpconn.Config `json:"server"`
+			Tool         string         `json:"tool"`
+			KeyArgument  string         `json:"key_argument"`
+			StateVersion string         `json:"state_version"`
+		} `json:"mcp"`
 	}
 	executor struct {
 		SQL *struct {
@@ -324,12 +330,22 @@ func TestConfigSections(t *testing.T) {
 			}
 			for n, s := range d.action.StateChecks {
 				at := "state_checks." + n
-				if s.SQL == nil {
-					t.Errorf("%s: no sql", at)
-					continue
+				switch {
+				case (s.SQL == nil) == (s.MCP == nil):
+					t.Errorf("%s: want exactly one of sql and mcp", at)
+				case s.SQL != nil:
+					ident(t, at+".sql", append([]string{s.SQL.Table, s.SQL.Key}, s.SQL.Columns...)...)
+					compile(t, at+".sql.state_version", recordEnv, s.SQL.StateVersion, expr.Scalar)
+				default:
+					server(t, at+".mcp", s.MCP.Server)
+					compile(t, at+".mcp.state_version", recordEnv, s.MCP.StateVersion, expr.Scalar)
+					// The check reads the source as the evidence adapter does:
+					// the same tool, key and state version.
+					src := d.evidence.Sources[n].MCP
+					if src == nil || src.Tool != s.MCP.Tool || src.KeyArgument != s.MCP.KeyArgument || src.StateVersion != s.MCP.StateVersion {
+						t.Errorf("%s.mcp: does not read source %s as the evidence adapter does", at, n)
+					}
 				}
-				ident(t, at+".sql", append([]string{s.SQL.Table, s.SQL.Key}, s.SQL.Columns...)...)
-				compile(t, at+".sql.state_version", recordEnv, s.SQL.StateVersion, expr.Scalar)
 			}
 			for n, e := range d.action.Executors {
 				at := "executors." + n

@@ -309,6 +309,11 @@ func TestSupportdeskOnItsServer(t *testing.T) {
 	if v != "ticket-v3" || ticket["customer_id"] != d.contract.GetBinding().GetSubject() {
 		t.Errorf("tickets T-501 = %v at %v, want cust-42's ticket at ticket-v3", ticket, v)
 	}
+	// The action adapter's state check reads the same version.
+	check := d.action.StateChecks["tickets"].MCP
+	if got := value(t, recordEnv, check.StateVersion, expr.Vars{"record": callTool(check.Tool, map[string]any{check.KeyArgument: desk.DemoTicket})}); got != "ticket-v3" {
+		t.Errorf("state check of T-501 = %v, want ticket-v3", got)
+	}
 	msg, _ := read("messages", desk.DemoMessage)
 	if msg["body"] != desk.DemoInjection || msg["ticket_id"] != desk.DemoTicket {
 		t.Errorf("messages M-901 = %v", msg)

@@ -50,9 +50,30 @@ type Config struct {
 	RecordSweepInterval config.Duration `json:"record_sweep_interval"`
 }
 
-// StateCheckConfig is the connector of one state check.
+// StateCheckConfig is the connector of one state check: exactly one of
+// sql and mcp.
 type StateCheckConfig struct {
 	SQL *SQLStateCheck `json:"sql,omitempty"`
+	MCP *MCPStateCheck `json:"mcp,omitempty"`
+}
+
+// MCPStateCheck calls a read-only tool of an upstream MCP server with
+// {key_argument: key}, as the evidence adapter reads the same source: the
+// tool's JSON object result is the record, a JSON null result means there
+// is none, and an error result or a failed call leaves the state unknown.
+type MCPStateCheck struct {
+	// Server is how to reach the server.
+	Server mcpconn.Config `json:"server"`
+	// Tool is the read-only tool called.
+	Tool string `json:"tool"`
+	// KeyArgument is the argument the record key is passed as.
+	KeyArgument string `json:"key_argument"`
+	// StateVersion is a CEL expression over `record` (the tool's result)
+	// giving the state version, as the evidence adapter declares it for
+	// the same source.
+	StateVersion string `json:"state_version"`
+	// Timeout bounds one call (default [DefaultExecutorTimeout]).
+	Timeout config.Duration `json:"timeout,omitempty"`
 }
 
 // SQLStateCheck reads one row of a table, opened read-only.
@@ -323,9 +344,10 @@ func checkURL(raw string) (*url.URL, error) {
 }
 
 // compiledCheck is a state check's configuration with its expression
-// compiled.
+// compiled: sql or mcp.
 type compiledCheck struct {
 	sql     *SQLStateCheck
+	mcp     *MCPStateCheck
 	version *expr.Program
 }
 
@@ -335,8 +357,13 @@ func (s StateCheckConfig) compile(path, source string) (*compiledCheck, error) {
 		// Records are named "source/key" throughout.
 		errs = append(errs, fmt.Errorf("%s: a source name is not empty and has no '/'", path))
 	}
-	if s.SQL == nil {
-		return nil, errors.Join(append(errs, fmt.Errorf("%s.sql is required", path))...)
+	switch {
+	case s.SQL != nil && s.MCP != nil:
+		return nil, errors.Join(append(errs, fmt.Errorf("%s: give exactly one of sql and mcp, not both", path))...)
+	case s.MCP != nil:
+		return s.compileMCP(path, errs)
+	case s.SQL == nil:
+		return nil, errors.Join(append(errs, fmt.Errorf("%s.sql or %s.mcp is required", path, path))...)
 	}
 	p := path + ".sql"
 	q := s.SQL
@@ -367,6 +394,31 @@ func (s StateCheckConfig) compile(path, source string) (*compiledCheck, error) {
 		return nil, err
 	}
 	return &compiledCheck{sql: q, version: version}, nil
+}
+
+func (s StateCheckConfig) compileMCP(path string, errs []error) (*compiledCheck, error) {
+	p := path + ".mcp"
+	q := s.MCP
+	if err := q.Server.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%s.server: %w", p, err))
+	}
+	if q.Tool == "" {
+		errs = append(errs, fmt.Errorf("%s.tool is required", p))
+	}
+	if q.KeyArgument == "" {
+		errs = append(errs, fmt.Errorf("%s.key_argument is required", p))
+	}
+	if q.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%s.timeout must not be negative", p))
+	}
+	version, err := recordEnv().Compile(q.StateVersion, expr.Scalar)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s.state_version: %w", p, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &compiledCheck{mcp: q, version: version}, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -189,8 +189,11 @@ func TestConfigErrors(t *testing.T) {
 		"mcp": {base + "executors: {t: {mcp: {server: {url: 'http://h/', command: [x]}, arguments: {a: 'effect.'}}}}\n",
 			[]string{"executors.t.mcp.server: give either command or url", "executors.t.mcp.tool is required", "executors.t.mcp.arguments.a: expression does not compile"}},
 		"state check": {base + "executors: {t: {http: {url: 'http://h/'}}}\nstate_checks:\n  'a/b': {}\n  c: {sql: {table: t, key: k, state_version: 'record.', columns: [v, v]}}\n",
-			[]string{"state_checks.a/b: a source name is not empty and has no '/'", "state_checks.a/b.sql is required",
+			[]string{"state_checks.a/b: a source name is not empty and has no '/'", "state_checks.a/b.sql or state_checks.a/b.mcp is required",
 				"state_checks.c.sql.database is required", `state_checks.c.sql.columns[1]: "v" is repeated`, "state_checks.c.sql.state_version: expression does not compile"}},
+		"mcp state check": {base + "executors: {t: {http: {url: 'http://h/'}}}\nstate_checks:\n  both: {sql: {table: t}, mcp: {tool: x}}\n  c: {mcp: {server: {url: 'ftp://h/'}, state_version: 'record.'}}\n",
+			[]string{"state_checks.both: give exactly one of sql and mcp, not both", `state_checks.c.mcp.server: url "ftp://h/" is not http(s)`,
+				"state_checks.c.mcp.tool is required", "state_checks.c.mcp.key_argument is required", "state_checks.c.mcp.state_version: expression does not compile"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := action.LoadConfig(servicetest.WriteFile(t, "action.yaml", tc.body))

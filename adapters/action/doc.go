@@ -24,11 +24,13 @@
 //     IDEMPOTENCY_KEY_REUSED and nothing else happens.
 //  4. A first attempt evaluates the executor's mappings (InvalidArgument
 //     ARGUMENTS_INVALID when the call does not fit), then, when a state
-//     check is configured for the source of the capability's record, needs
-//     the record still at the capability's state version
-//     (FailedPrecondition STATE_VERSION_CHANGED, [StateChangedError];
-//     Unavailable DEPENDENCY_UNAVAILABLE when it cannot be read). Nothing
-//     is redeemed or executed before these pass.
+//     check is configured for the source of the capability's record
+//     ([StateCheckConfig]: a table read read-only, or a read-only tool of
+//     the source's MCP server), needs the record still at the
+//     capability's state version (FailedPrecondition STATE_VERSION_CHANGED,
+//     [StateChangedError]; Unavailable DEPENDENCY_UNAVAILABLE when it
+//     cannot be read). Nothing is redeemed or executed before these pass;
+//     expiry is the kernel's to judge.
 //  5. The kernel redeems the capability (AdapterService/RedeemCapability,
 //     with the holder), on every call including retries. A kernel that
 //     cannot be reached is Unavailable KERNEL_UNAVAILABLE "kernel

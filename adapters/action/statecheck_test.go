@@ -1,16 +1,22 @@
 package action_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ambitkernel/ambit/adapters/action"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/mcpconn"
 )
 
 // accountsDB writes the system of record of the accounts source:
@@ -135,5 +141,114 @@ func TestRetryNotRechecked(t *testing.T) {
 	other := request(f.keys.capability(t, "idem-2", toolCall("transfer", transferArgs)), "idem-2")
 	if _, err := f.h.Execute(agentCtx(), other); refusalOf(err).Reason != errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED.String() {
 		t.Errorf("new execution after the record changed = %v, want STATE_VERSION_CHANGED", err)
+	}
+}
+
+// accountsServer is the accounts source's system of record behind a real
+// MCP server on a loopback listener: get_account answers {account_id,
+// owner, version} for a known account, null for an unknown one, and an
+// error result while failing is set.
+type accountsServer struct {
+	url string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	accounts map[string]int64 // account id → version
+	failing  bool
+}
+
+type accountIn struct {
+	AccountID string `json:"account_id"`
+}
+
+func newAccountsServer(t *testing.T) *accountsServer {
+	t.Helper()
+	a := &accountsServer{accounts: map[string]int64{"acct-7": 42}}
+	s := mcp.NewServer(&mcp.Implementation{Name: "accounts", Version: "v1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "get_account"}, func(_ context.Context, _ *mcp.CallToolRequest, in accountIn) (*mcp.CallToolResult, any, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.failing {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "ledger offline"}}}, nil, nil
+		}
+		v, ok := a.accounts[in.AccountID]
+		if !ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "null"}}}, nil, nil
+		}
+		return nil, map[string]any{"account_id": in.AccountID, "owner": "employee-7", "version": v}, nil
+	})
+	a.srv = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(a.srv.Close)
+	a.url = a.srv.URL
+	return a
+}
+
+func (a *accountsServer) set(edit func(a *accountsServer)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	edit(a)
+}
+
+// TestMCPStateCheck: a state check may read the record through a
+// read-only tool of the source's MCP server, as the evidence adapter
+// does; a first execution is refused when the record moved on, is gone,
+// or cannot be read, and nothing is redeemed or executed.
+func TestMCPStateCheck(t *testing.T) {
+	reason := func(r errorv1.ErrorReason) string { return r.String() }
+	unreadable := &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)}
+	tests := []struct {
+		name   string
+		change func(a *accountsServer)
+		want   *refusal // nil: executed
+	}{
+		{name: "record unchanged"},
+		{
+			name:   "record written since the decision",
+			change: func(a *accountsServer) { a.accounts["acct-7"] = 43 },
+			want: &refusal{codes.FailedPrecondition, "record accounts_db/acct-7 changed since the decision (accounts-v42 → accounts-v43): nothing was executed",
+				reason(errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED)},
+		},
+		{
+			name:   "record gone",
+			change: func(a *accountsServer) { delete(a.accounts, "acct-7") },
+			want: &refusal{codes.FailedPrecondition, "record accounts_db/acct-7 is gone since the decision (accounts-v42): nothing was executed",
+				reason(errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED)},
+		},
+		{name: "the tool answers an error", change: func(a *accountsServer) { a.failing = true }, want: unreadable},
+		{name: "the server is down", change: func(a *accountsServer) { a.srv.Close() }, want: unreadable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAccountsServer(t)
+			checks := map[string]action.StateCheckConfig{"accounts_db": {MCP: &action.MCPStateCheck{
+				Server: mcpconn.Config{URL: a.url}, Tool: "get_account", KeyArgument: "account_id",
+				StateVersion: `"accounts-v" + string(record.version)`,
+			}}}
+			tg, _, _ := newTargets(t)
+			k := &kernel{}
+			f := newFixture(t, k, tg, options{checks: checks})
+			if tt.change != nil {
+				if tt.name == "the server is down" {
+					tt.change(a)
+				} else {
+					a.set(tt.change)
+				}
+			}
+			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1"))
+			rows := len(transfers(t, tg.targetDB()))
+			redeemed, _ := k.counts()
+			if tt.want == nil {
+				if err != nil || resp == nil || rows != 1 || redeemed != 1 {
+					t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
+				}
+				return
+			}
+			if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
+				t.Errorf("refusal (-want +got):\n%s", diff)
+			}
+			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
+				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
+			}
+		})
 	}
 }

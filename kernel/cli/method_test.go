@@ -139,3 +139,52 @@ func TestMethodErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenSupportdesk pins reach, minimize and debt on the second
+// domain's contract, examples/supportdesk/contract.yaml with its binding
+// filled in, over the desk's own episodes (examples/supportdesk/
+// episodes.jsonl, the calls of its story and of the injected message):
+// the routes of the shipped contract, the minimal contract its episodes
+// demonstrate, and the debt the shipped contract carries beyond that
+// minimum. UPDATE_GOLDEN=1 rewrites them.
+func TestGoldenSupportdesk(t *testing.T) {
+	root := filepath.Join("..", "..")
+	episodes := filepath.Join(root, "examples", "supportdesk", "episodes.jsonl")
+	tmpl, err := os.ReadFile(filepath.Join(root, "examples", "supportdesk", "contract.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bound as the story binds it, valid for four hours from the instant
+	// the episodes are evaluated at.
+	filled := strings.Replace(string(tmpl), "task_id: TEMPLATE", "task_id: desk-task", 1)
+	filled = strings.Replace(filled, "key: TEMPLATE", "key: T-501", 1)
+	filled = strings.Replace(filled, `valid_until: "2030-01-01T00:00:00Z"`, `valid_until: "2030-01-01T04:00:00Z"`, 1)
+	if strings.Contains(filled, "TEMPLATE") || !strings.Contains(filled, "2030-01-01T04:00:00Z") {
+		t.Fatal("the template's binding changed shape; update this test")
+	}
+	dir := t.TempDir()
+	desk, minimal := filepath.Join(dir, "supportdesk.yaml"), filepath.Join(dir, "minimal.yaml")
+	if err := os.WriteFile(desk, []byte(filled), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "minimize", "--contract", desk, "--episodes", episodes, "--out", minimal); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"reach-supportdesk.txt", []string{"reach", desk}},
+		{"reach-supportdesk.json", []string{"reach", "--format", "json", desk}},
+		{"minimize-supportdesk.txt", []string{"minimize", "--contract", desk, "--episodes", episodes}},
+		{"debt-supportdesk-minimal-supportdesk.txt", []string{"debt", minimal, desk, "--episodes", episodes}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, tt.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tt.args, err)
+			}
+			golden(t, tt.name, out)
+		})
+	}
+}

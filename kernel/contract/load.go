@@ -119,11 +119,14 @@ func LoadFacts(file string) (*contractv1.Facts, error) {
 //go:embed profiles/*.yaml
 var profileFS embed.FS
 
-// ProfileNames lists the shipped profiles in the order the seed reports
-// them, with evidence-plus-action between action-only and coupled, and the
-// stricter coupled-strict last.
+// ProfileNames lists the shipped profiles in report order: the seed's
+// from widest to narrowest, each widening the next (evidence-plus-action
+// between action-only and coupled, the stricter coupled-strict after
+// coupled), then irreversible-coupled, which adds to coupled-strict an
+// irreversible tool granted under coupling rule 2 and so stands beside
+// that chain rather than in it.
 func ProfileNames() []string {
-	return []string{"unrestricted", "action-only", "evidence-plus-action", "coupled", "coupled-strict"}
+	return []string{"unrestricted", "action-only", "evidence-plus-action", "coupled", "coupled-strict", "irreversible-coupled"}
 }
 
 // Profile returns one shipped profile by name.

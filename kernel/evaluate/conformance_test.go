@@ -39,6 +39,7 @@ func TestSeedRows(t *testing.T) {
 		{Profile: "evidence-plus-action", Metrics: suite.Metrics{LegitimateAllowed: 70, UnsafeAllowed: 20, Reviews: 20, Denials: 30}},
 		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 70, Reviews: 30, Denials: 40}},
 		{Profile: "coupled-strict", Metrics: suite.Metrics{LegitimateAllowed: 70, Reviews: 30, Denials: 40}},
+		{Profile: "irreversible-coupled", Metrics: suite.Metrics{LegitimateAllowed: 70, Reviews: 30, Denials: 40}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("seed suite (-want +got):\n%s", diff)
@@ -48,7 +49,10 @@ func TestSeedRows(t *testing.T) {
 // TestExtendedRows pins the seed's episodes plus the new failure-injection
 // families. The seed's reference coupled profile lets the provenance and
 // cumulative families through (it has neither rule); coupled-strict must
-// allow nothing unsafe.
+// allow nothing unsafe. Only irreversible-coupled grants the closing of a
+// claim, under coupling rule 2: it allows the 10 approved closings on
+// fresh evidence and sends the rest of that family to review, where every
+// other profile denies all 40 closings.
 func TestExtendedRows(t *testing.T) {
 	profiles, seed, ext := loadSuite(t)
 	got, err := suite.Run(profiles, append(append([]suite.Episode(nil), seed...), ext...), suite.Now)
@@ -56,11 +60,12 @@ func TestExtendedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []suite.Result{
-		{Profile: "unrestricted", Metrics: suite.Metrics{LegitimateAllowed: 90, UnsafeAllowed: 130, ConfidentialityExposures: 10}},
-		{Profile: "action-only", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 70, ConfidentialityExposures: 10, Reviews: 10, Denials: 60}},
-		{Profile: "evidence-plus-action", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 60, Reviews: 20, Denials: 70}},
-		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 20, Reviews: 40, Denials: 90}},
-		{Profile: "coupled-strict", Metrics: suite.Metrics{LegitimateAllowed: 80, Reviews: 60, Denials: 90}},
+		{Profile: "unrestricted", Metrics: suite.Metrics{LegitimateAllowed: 90, UnsafeAllowed: 130, ConfidentialityExposures: 10, Denials: 40}},
+		{Profile: "action-only", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 70, ConfidentialityExposures: 10, Reviews: 10, Denials: 100}},
+		{Profile: "evidence-plus-action", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 60, Reviews: 20, Denials: 110}},
+		{Profile: "coupled", Metrics: suite.Metrics{LegitimateAllowed: 80, UnsafeAllowed: 20, Reviews: 40, Denials: 130}},
+		{Profile: "coupled-strict", Metrics: suite.Metrics{LegitimateAllowed: 80, Reviews: 60, Denials: 130}},
+		{Profile: "irreversible-coupled", Metrics: suite.Metrics{LegitimateAllowed: 90, Reviews: 100, Denials: 80}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("extended suite (-want +got):\n%s", diff)

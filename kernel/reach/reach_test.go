@@ -25,6 +25,13 @@ func profile(t *testing.T, name string, edits ...func(*contractv1.Contract)) *co
 	return c
 }
 
+// chain is the seed's profiles from widest to narrowest, each widening the
+// next; irreversible-coupled stands beside the chain (see
+// TestIrreversibleCoupledBesideTheChain).
+func chain() []string {
+	return slices.DeleteFunc(contract.ProfileNames(), func(n string) bool { return n == "irreversible-coupled" })
+}
+
 func inventory(t *testing.T, c *contractv1.Contract) *reach.Inventory {
 	t.Helper()
 	inv, err := reach.Of(c)
@@ -36,7 +43,9 @@ func inventory(t *testing.T, c *contractv1.Contract) *reach.Inventory {
 
 // TestShippedProfiles pins Ω and the route counts of the shipped profiles:
 // each profile the seed lists as narrower has fewer routes and fewer
-// failure families on them.
+// failure families on them. irreversible-coupled binds a record, which
+// confines the claim's fields to it, and adds the irreversible closing:
+// one route more on A, none of field scope's pairs.
 func TestShippedProfiles(t *testing.T) {
 	type counts struct{ E, A, R, Pairs, Omega int }
 	want := map[string]counts{
@@ -45,6 +54,7 @@ func TestShippedProfiles(t *testing.T) {
 		"evidence-plus-action": {10, 1, 14, 27, 52},
 		"coupled":              {10, 1, 4, 16, 31},
 		"coupled-strict":       {10, 1, 4, 10, 25},
+		"irreversible-coupled": {10, 2, 4, 5, 21},
 	}
 	prev := -1
 	for _, name := range contract.ProfileNames() {
@@ -56,6 +66,9 @@ func TestShippedProfiles(t *testing.T) {
 		}
 		if inv.Omega != len(inv.Routes)+inv.Pairs {
 			t.Errorf("%s: Ω %d is not routes %d + pairs %d", name, inv.Omega, len(inv.Routes), inv.Pairs)
+		}
+		if !slices.Contains(chain(), name) {
+			continue
 		}
 		if prev >= 0 && inv.Omega >= prev {
 			t.Errorf("%s: Ω %d is not below the wider profile's %d", name, inv.Omega, prev)
@@ -270,10 +283,10 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// TestCompareProfiles: every shipped profile widens the one the seed lists
-// after it, and never the other way round.
+// TestCompareProfiles: every profile of the seed's chain widens the one the
+// seed lists after it, and never the other way round.
 func TestCompareProfiles(t *testing.T) {
-	names := contract.ProfileNames()
+	names := chain()
 	for i := 0; i+1 < len(names); i++ {
 		wider, narrower := inventory(t, profile(t, names[i])), inventory(t, profile(t, names[i+1]))
 		if d := reach.Compare(narrower, wider); !d.Widens() {
@@ -282,5 +295,30 @@ func TestCompareProfiles(t *testing.T) {
 		if d := reach.Compare(wider, narrower); d.Widens() {
 			t.Errorf("%s widens %s: %v %v", names[i+1], names[i], d.Added, d.Relaxed)
 		}
+	}
+}
+
+// TestIrreversibleCoupledBesideTheChain: irreversible-coupled and
+// coupled-strict each widen the other, so neither is promoted over the
+// other without a debt record: irreversible-coupled adds the closing (an
+// irreversible route that carries no failure family, rule 2 being on),
+// coupled-strict releases the claim's fields unconfined.
+func TestIrreversibleCoupledBesideTheChain(t *testing.T) {
+	strict, rule2 := inventory(t, profile(t, "coupled-strict")), inventory(t, profile(t, "irreversible-coupled"))
+	d := reach.Compare(strict, rule2)
+	var added []string
+	for _, c := range d.Added {
+		added = append(added, c.Route)
+	}
+	if diff := cmp.Diff([]string{"A close_claim -> own_claim"}, added); diff != "" {
+		t.Errorf("irreversible-coupled over coupled-strict adds (-want +got):\n%s", diff)
+	}
+	for _, r := range rule2.Routes {
+		if r.Irreversible && len(r.Families) > 0 {
+			t.Errorf("%s carries %v under rule 2", r.Key, r.Families)
+		}
+	}
+	if back := reach.Compare(rule2, strict); !back.Widens() {
+		t.Error("coupled-strict does not widen irreversible-coupled: the bound record confines nothing")
 	}
 }

@@ -4,8 +4,10 @@
 //
 // The corpora are data: episodes/seed.jsonl holds the contraction seed's 140
 // episodes, episodes/extended.jsonl the failure-injection families the seed
-// lacks (source provenance, cumulative effect, irreversible effect,
-// self-mutation, state change after a read), episodes/self-query.jsonl the
+// lacks (source provenance, cumulative effect, irreversible effect — among
+// them the closing of a claim, which only irreversible-coupled grants, under
+// coupling rule 2 —, self-mutation, state change after a read),
+// episodes/self-query.jsonl the
 // self-query family on its own. Each episode names the failure family it
 // injects (a reach.Family; none for the legitimate baseline) and whether
 // its policy sends it to an approval. [Load] reads them, [Run] evaluates
