@@ -75,7 +75,7 @@ build: ## Build the binaries, and the programs the examples run, into bin/
 	@mkdir -p $(BIN)
 	go build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./kernel/cmd/ambit-kernel ./kernel/cmd/ambitctl \
 		./adapters/cmd/ambit-evidence ./adapters/cmd/ambit-action ./adapters/cmd/ambit-mcp \
-		./verifier/cmd/ambit-verifier ./e2e/cmd/ambit-demo \
+		./verifier/cmd/ambit-verifier ./examples/cmd/ambit-demo \
 		./examples/supportdesk/cmd/supportdesk-mcp ./examples/expense-refund/cmd/refund-data
 
 .PHONY: fuzz

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/e2e/attack"
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/e2e/chaos"
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/kernel/contract"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"

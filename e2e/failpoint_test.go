@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/bundle"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/client"
 	"github.com/ambitkernel/ambit/sdk/devstack"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/devstack"

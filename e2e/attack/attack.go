@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	"github.com/ambitkernel/ambit/sdk/client"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/sqldb"

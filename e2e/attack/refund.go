@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ambitkernel/ambit/e2e/demo"
+	"github.com/ambitkernel/ambit/examples/demo"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
