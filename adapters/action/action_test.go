@@ -19,7 +19,6 @@ import (
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
-	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 // effectCheck asserts what a target holds after n executions of one
@@ -150,8 +149,8 @@ func executorKind(tool string) string {
 
 func TestExecuteRefusals(t *testing.T) {
 	otherKernel := newKeys(t)
-	usedErr := service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED, "capability cap-idem-1 is VERIFIED: its effect eff-1 is verified")
-	revokedErr := service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_REVOKED, "capability cap-idem-1 is REVOKED: accounts-v42 changed to accounts-v43")
+	usedErr := serve.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED, "capability cap-idem-1 is VERIFIED: its effect eff-1 is verified")
+	revokedErr := serve.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_REVOKED, "capability cap-idem-1 is REVOKED: accounts-v42 changed to accounts-v43")
 	transferCall := toolCall("transfer", transferArgs)
 	reason := func(r errorv1.ErrorReason) string { return r.String() }
 	tests := []struct {

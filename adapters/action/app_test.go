@@ -3,6 +3,7 @@ package action_test
 import (
 	"context"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,6 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
-	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/sdk/service/servicetest"
 )
 
@@ -84,8 +84,8 @@ func TestRunFailsClosedWithoutKernel(t *testing.T) {
 		if resp != nil {
 			t.Errorf("%s: Execute returned %v without a kernel", identity, resp)
 		}
-		if identity == "agent" && service.Reason(err) != errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE {
-			t.Errorf("reason %v, want KERNEL_UNAVAILABLE", service.Reason(err))
+		if identity == "agent" && serve.Reason(err) != errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE {
+			t.Errorf("reason %v, want KERNEL_UNAVAILABLE", serve.Reason(err))
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +133,7 @@ func (c *Core) Execute(ctx context.Context, caller string, req *actionv1.Execute
 	resp, err := c.execute(ctx, caller, req, log)
 	if err != nil {
 		st := status.Convert(statuses().Status(err))
-		log.Info("effect refused", zap.String("code", st.Code().String()), zap.String("reason", service.Reason(st.Err()).String()), zap.Error(err))
+		log.Info("effect refused", zap.String("code", st.Code().String()), zap.String("reason", serve.Reason(st.Err()).String()), zap.Error(err))
 		return nil, err
 	}
 	return resp, nil

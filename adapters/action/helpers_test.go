@@ -67,7 +67,7 @@ func (k *kernel) RedeemCapability(_ context.Context, in *kernelv1.RedeemCapabili
 	}
 	first := !k.ids[c.GetCapabilityId()]
 	if first && k.now != nil && k.now().After(c.GetExpiresAt().AsTime()) {
-		return nil, service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED,
+		return nil, serve.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_EXPIRED,
 			"capability "+c.GetCapabilityId()+" is EXPIRED")
 	}
 	if k.ids == nil {
@@ -545,5 +545,5 @@ type refusal struct {
 
 func refusalOf(err error) refusal {
 	st := status.Convert(err)
-	return refusal{Code: st.Code(), Message: st.Message(), Reason: service.Reason(err).String()}
+	return refusal{Code: st.Code(), Message: st.Message(), Reason: serve.Reason(err).String()}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"strings"
 	"testing"
 
@@ -23,7 +24,6 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
-	"github.com/ambitkernel/ambit/sdk/service"
 )
 
 func derived(name, expression string) *contractv1.DerivedField {
@@ -167,7 +167,7 @@ func checkRefusal(t *testing.T, err error, code codes.Code, reason errorv1.Error
 	if st.Code() != code {
 		t.Fatalf("code = %v (%q), want %v", st.Code(), st.Message(), code)
 	}
-	if got := service.Reason(err); got != reason {
+	if got := serve.Reason(err); got != reason {
 		t.Errorf("reason = %v, want %v", got, reason)
 	}
 	if !strings.Contains(st.Message(), contains) {
@@ -245,9 +245,9 @@ func TestReadMCPSource(t *testing.T) {
 }
 
 func TestReadFailures(t *testing.T) {
-	fieldsOutside := service.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT,
+	fieldsOutside := serve.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT,
 		`fields outside the evidence grant of task "t": [secret]`)
-	stale := service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED,
+	stale := serve.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_STATE_VERSION_CHANGED,
 		`task "t" is bound to cases_db/K-1 at cases-v41, but the record is now at cases-v42`)
 	grant := func(g *kernelv1.AuthorizeReadResponse) *kernel { return &kernel{grant: g} }
 	tests := []struct {

@@ -5,13 +5,9 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
-
-// Domain names Ambit in ErrorInfo details.
-const Domain = "ambit"
 
 // Status maps an error from package authority to a gRPC status. A refusal
 // keeps its message and carries its reason as ErrorInfo; anything else is
@@ -42,11 +38,7 @@ func Status(err error) error {
 	case errors.Is(r.Kind, authority.ErrExhausted):
 		code = codes.ResourceExhausted
 	}
-	st := status.New(code, r.Message)
-	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: Reason(r.Reason), Domain: Domain}); derr == nil {
-		st = withInfo
-	}
-	return st.Err()
+	return serve.Error(code, errorv1.ErrorReason(errorv1.ErrorReason_value[Reason(r.Reason)]), r.Message)
 }
 
 // Reason is the ErrorInfo reason of a refusal reason: its name in the

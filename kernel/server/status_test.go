@@ -51,7 +51,7 @@ func TestStatusRefusals(t *testing.T) {
 				if st.Code() != tt.code || st.Message() != r.Message {
 					t.Errorf("Status(%v) = %s %q, want %s %q", in, st.Code(), st.Message(), tt.code, r.Message)
 				}
-				want := []any{&errdetails.ErrorInfo{Reason: server.Reason(r.Reason), Domain: server.Domain}}
+				want := []any{&errdetails.ErrorInfo{Reason: server.Reason(r.Reason), Domain: serve.ErrorDomain}}
 				if r.Reason != "ODD" && server.Reason(r.Reason) != "ERROR_REASON_"+r.Reason {
 					t.Errorf("reason %s is not declared in ErrorReason", r.Reason)
 				}
@@ -61,8 +61,8 @@ func TestStatusRefusals(t *testing.T) {
 			}
 		})
 	}
-	if server.Domain != "ambit" {
-		t.Errorf("Domain = %q, want ambit", server.Domain)
+	if serve.ErrorDomain != "ambit" {
+		t.Errorf("ErrorDomain = %q, want ambit", serve.ErrorDomain)
 	}
 }
 

@@ -16,9 +16,8 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -202,18 +201,7 @@ func (a *Agent) RequestBoundaryChange(ctx context.Context, task, description str
 
 // Reason is the machine-readable reason of a refusal from any Ambit
 // process, or UNSPECIFIED for an error that carries none.
-func Reason(err error) errorv1.ErrorReason {
-	st, ok := status.FromError(err)
-	if !ok {
-		return errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == "ambit" {
-			return errorv1.ErrorReason(errorv1.ErrorReason_value[info.GetReason()])
-		}
-	}
-	return errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED
-}
+func Reason(err error) errorv1.ErrorReason { return serve.Reason(err) }
 
 // VerifyReceipt checks an envelope's signature with its issuer's public
 // key offline and decodes its payload into m (whose type must match).

@@ -6,7 +6,6 @@ import (
 
 	"buf.build/go/protovalidate"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -44,11 +43,8 @@ func (val *validator) check(req any) error {
 	if !errors.As(err, &ve) {
 		return err // a rule that does not compile: a defect, logged as internal
 	}
-	st := status.New(codes.InvalidArgument, "invalid request: "+ve.Error())
-	if withDetails, derr := st.WithDetails(
-		&errdetails.ErrorInfo{Reason: errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST.String(), Domain: "ambit"},
-		ve.ToProto(),
-	); derr == nil {
+	st := status.Convert(Error(codes.InvalidArgument, errorv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, "invalid request: "+ve.Error()))
+	if withDetails, derr := st.WithDetails(ve.ToProto()); derr == nil {
 		st = withDetails
 	}
 	return st.Err()

@@ -28,7 +28,7 @@
 //   - [Statuses] is a service's table from errors to gRPC statuses and
 //     their reasons ([Rule]), with kernel refusals passed through; every
 //     refusal carries a google.rpc.ErrorInfo naming an
-//     ambit.error.v1.ErrorReason ([Error]; [Reason] reads it back), and
+//     ambit.error.v1.ErrorReason ([serve.Error]; [serve.Reason] reads it back), and
 //     [Statuses.Validate] checks a table names one for every rule.
 //     [Handle] is the request flow of a handler (validate, call the core
 //     as the caller, map the error).

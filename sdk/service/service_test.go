@@ -510,7 +510,7 @@ func TestStatusesValidate(t *testing.T) {
 
 func TestStatuses(t *testing.T) {
 	internal := errors.New("disk on fire")
-	kernelRefusal := service.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT, "field salary is not granted")
+	kernelRefusal := serve.Error(codes.PermissionDenied, errorv1.ErrorReason_ERROR_REASON_FIELDS_OUTSIDE_GRANT, "field salary is not granted")
 	tests := []struct {
 		name   string
 		err    error
@@ -547,7 +547,7 @@ func TestStatuses(t *testing.T) {
 			if !ok || st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Status = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
-			if r := service.Reason(got); r != tt.reason {
+			if r := serve.Reason(got); r != tt.reason {
 				t.Errorf("reason = %v, want %v", r, tt.reason)
 			}
 		})
@@ -555,7 +555,7 @@ func TestStatuses(t *testing.T) {
 }
 
 func TestErrorAndReason(t *testing.T) {
-	err := service.Error(codes.NotFound, errorv1.ErrorReason_ERROR_REASON_RECORD_NOT_FOUND, `no record "K-1"`)
+	err := serve.Error(codes.NotFound, errorv1.ErrorReason_ERROR_REASON_RECORD_NOT_FOUND, `no record "K-1"`)
 	st := status.Convert(err)
 	if st.Code() != codes.NotFound || st.Message() != `no record "K-1"` {
 		t.Errorf("status = %v %q", st.Code(), st.Message())
@@ -570,7 +570,7 @@ func TestErrorAndReason(t *testing.T) {
 		"no details":     status.Error(codes.NotFound, "x"),
 		"another domain": foreign.Err(),
 	} {
-		if r := service.Reason(e); r != errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+		if r := serve.Reason(e); r != errorv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
 			t.Errorf("%s: Reason = %v, want UNSPECIFIED", name, r)
 		}
 	}

@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"strings"
 	"sync"
 	"testing"
@@ -205,7 +206,7 @@ func TestVerifyRefusals(t *testing.T) {
 			kernel: &kernel{err: status.Error(codes.Unavailable, "connection refused")},
 			code:   codes.Unavailable, msg: "kernel unreachable: the readback was not recorded", reason: errorv1.ErrorReason_ERROR_REASON_KERNEL_UNAVAILABLE},
 		{name: "kernel refusal passes through", req: &verifierv1.VerifyRequest{Capability: capEnv, EffectReceipt: effEnv},
-			kernel: &kernel{err: service.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED, "capability cap-1 is verified")},
+			kernel: &kernel{err: serve.Error(codes.FailedPrecondition, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED, "capability cap-1 is verified")},
 			code:   codes.FailedPrecondition, msg: "capability cap-1 is verified", reason: errorv1.ErrorReason_ERROR_REASON_CAPABILITY_USED},
 	}
 	for _, tt := range tests {
@@ -230,7 +231,7 @@ func TestVerifyRefusals(t *testing.T) {
 			if st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("Verify = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
-			if got := service.Reason(err); got != tt.reason {
+			if got := serve.Reason(err); got != tt.reason {
 				t.Errorf("ErrorInfo reason = %v, want %v", got, tt.reason)
 			}
 			if len(k.recorded) != 0 {
