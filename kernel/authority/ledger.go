@@ -29,10 +29,12 @@ type ledger struct {
 	dirty bool
 
 	// mu guards what readers see: the classes as of the last commit.
-	mu      sync.RWMutex
-	auth    canon.Authorities
-	classes map[string]canon.Classified
-	order   []string
+	mu   sync.RWMutex
+	auth canon.Authorities
+	// classes follows state: a publication reclassifies only what the
+	// transitions since the previous one changed, so its cost does not
+	// grow with the ledger.
+	classes *canon.Classes
 }
 
 func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities) (*ledger, error) {
@@ -77,35 +79,25 @@ func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities
 	return st, nil
 }
 
+// set classifies every item of st and makes it the ledger's state.
 func (l *ledger) set(st *canon.State) {
 	l.state = st
-	all := canon.ClassifyAll(st, l.auth)
-	l.classes = make(map[string]canon.Classified, len(all))
-	l.order = l.order[:0]
-	for _, c := range all {
-		id := c.Item.GetCanonItemId()
-		l.classes[id] = c
-		l.order = append(l.order, id)
-	}
+	l.classes = canon.NewClasses(st, l.auth)
 }
 
-// item returns an item and its class.
+// item returns an item and its class. The item is shared: callers must not
+// modify it.
 func (l *ledger) item(id string) (canon.Classified, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	c, ok := l.classes[id]
-	return c, ok
+	return l.classes.Get(id)
 }
 
 // all returns every item in first-recorded order.
 func (l *ledger) all() []canon.Classified {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	out := make([]canon.Classified, 0, len(l.order))
-	for _, id := range l.order {
-		out = append(out, l.classes[id])
-	}
-	return out
+	return l.classes.All()
 }
 
 // committer is a write transaction that can run code once it commits.
@@ -137,11 +129,12 @@ func (l *ledger) apply(tx committer, t canon.Transition) error {
 	return nil
 }
 
-// publish makes the state's classes what readers see.
+// publish makes the state's classes what readers see. It may follow any
+// number of state.Apply calls, and a swap of the state for another.
 func (l *ledger) publish() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.set(l.state)
+	l.classes.Update(l.state)
 	l.dirty = false
 }
 

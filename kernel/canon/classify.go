@@ -68,9 +68,8 @@ type classifier struct {
 	// memo holds finished results; an item's class depends on the classes
 	// of the items it conflicts with and derives from, and memoising keeps
 	// a long chain linear.
-	memo        map[string]Result
-	visiting    map[string]bool
-	challengers map[string][]string
+	memo     map[string]Result
+	visiting map[string]bool
 }
 
 func (c *classifier) classify(id string) Result {
@@ -238,19 +237,11 @@ func isExternal(origin ledgerv1.SourceOrigin) bool {
 // not change id's class (a challenge is not a resolution), but an auditor
 // should see them.
 func (c *classifier) contested(id string) []string {
-	if c.challengers == nil {
-		// Built once per classifier so that ClassifyAll stays linear.
-		c.challengers = map[string][]string{}
-		for _, other := range c.s.order {
-			it := c.s.records[other].item
-			if it.GetConflictState() == ledgerv1.ConflictState_CONFLICT_STATE_UNRESOLVED {
-				c.challengers[it.GetConflictsWith()] = append(c.challengers[it.GetConflictsWith()], other)
-			}
-		}
-	}
 	var out []string
-	for _, other := range c.challengers[id] {
-		out = append(out, fmt.Sprintf("contested by %q, unresolved", other))
+	for _, other := range c.s.refs.challengers[id] {
+		if c.s.records[other].item.GetConflictState() == ledgerv1.ConflictState_CONFLICT_STATE_UNRESOLVED {
+			out = append(out, fmt.Sprintf("contested by %q, unresolved", other))
+		}
 	}
 	return out
 }

@@ -43,11 +43,9 @@ func (s *State) predecessors(it *ledgerv1.CanonItem, auth Authorities) []*ledger
 		}
 	}
 	task := it.GetContract().GetBinding().GetTaskId()
-	for _, id := range s.order {
-		r := s.records[id]
-		other := r.item
-		if id == it.GetCanonItemId() || id == it.GetSupersedesRef() || other.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT ||
-			other.GetHandoffParentRef() != "" || other.GetContract().GetBinding().GetTaskId() != task {
+	for _, id := range s.refs.contracts[task] {
+		other := s.records[id].item
+		if id == it.GetCanonItemId() || id == it.GetSupersedesRef() {
 			continue
 		}
 		if Classify(s, id, auth).Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
@@ -80,11 +78,8 @@ func (s *State) checkDebtPaid(it *ledgerv1.CanonItem, auth Authorities) error {
 // debtPaid reports whether a CANONICAL debt record accepts the widening of
 // older by newer. Its routes were checked when it was proposed.
 func (s *State) debtPaid(older, newer string, auth Authorities) bool {
-	for _, id := range s.order {
-		it := s.records[id].item
-		d := it.GetDebt()
-		if it.GetKind() != ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD || d.GetOldContractRef() != older || d.GetNewContractRef() != newer ||
-			d.GetDecision() != ledgerv1.AssuranceDecision_ASSURANCE_DECISION_ACCEPTED {
+	for _, id := range s.refs.debts[[2]string{older, newer}] {
+		if s.records[id].item.GetDebt().GetDecision() != ledgerv1.AssuranceDecision_ASSURANCE_DECISION_ACCEPTED {
 			continue
 		}
 		if Classify(s, id, auth).Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {

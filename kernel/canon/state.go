@@ -23,17 +23,65 @@ type State struct {
 	records map[string]*record
 	log     []Transition
 	last    time.Time
+	// refs indexes who refers to an item, so that a transition finds the
+	// items it affects without a scan of the ledger.
+	refs refs
+}
+
+// refs are the ledger's references, indexed by the item referred to. Each
+// list is in the order its items were first recorded.
+type refs struct {
+	// children are the handoff children of a parent.
+	children map[string][]string
+	// challengers are the items that were proposed with an unresolved
+	// conflict against an item.
+	challengers map[string][]string
+	// citing are the items whose provenance_ref is "item:<id>", recorded
+	// whether or not the cited item exists yet.
+	citing map[string][]string
+	// contracts are the contract items bound to a task, handoff children
+	// aside.
+	contracts map[string][]string
+	// debts are the debt records of an (old, new) contract pair.
+	debts map[[2]string][]string
+}
+
+func (x *refs) add(item *ledgerv1.CanonItem) {
+	id := item.GetCanonItemId()
+	push := func(m *map[string][]string, key string) {
+		if *m == nil {
+			*m = make(map[string][]string)
+		}
+		(*m)[key] = append((*m)[key], id)
+	}
+	if p := item.GetHandoffParentRef(); p != "" {
+		push(&x.children, p)
+	}
+	if c := item.GetConflictsWith(); c != "" {
+		push(&x.challengers, c)
+	}
+	if cited, ok := strings.CutPrefix(item.GetProvenanceRef(), "item:"); ok {
+		push(&x.citing, cited)
+	}
+	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetHandoffParentRef() == "" {
+		push(&x.contracts, item.GetContract().GetBinding().GetTaskId())
+	}
+	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD {
+		key := [2]string{item.GetDebt().GetOldContractRef(), item.GetDebt().GetNewContractRef()}
+		if x.debts == nil {
+			x.debts = make(map[[2]string][]string)
+		}
+		x.debts[key] = append(x.debts[key], id)
+	}
 }
 
 // record is what the ledger knows about one item.
 type record struct {
 	// item is the item as it now stands: the proposal plus the fields that
 	// transitions set (promotion_state, promotion_authority,
-	// conflict_state).
-	item *ledgerv1.CanonItem
-	// proposed is the item exactly as first recorded, against which a
-	// repeated proposal is compared.
-	proposed   *ledgerv1.CanonItem
+	// conflict_state). It is never modified once stored: a transition
+	// stores a changed copy, so that a reader may keep it.
+	item       *ledgerv1.CanonItem
 	proposer   string
 	recordedAt time.Time
 	// filter is the declared handoff filter of a derived item.
@@ -247,10 +295,10 @@ func (s *State) record(t Transition, item *ledgerv1.CanonItem, filter *ledgerv1.
 
 	if prev, ok := s.records[id]; ok {
 		switch {
-		case prev.proposed.GetContentHash() != sum:
+		case prev.item.GetContentHash() != sum:
 			return fmt.Errorf("item %q: content hash %s differs from the recorded %s; changed content needs a new identity: %w",
-				id, sum, prev.proposed.GetContentHash(), ErrIdentityReuse)
-		case !proto.Equal(prev.proposed, item):
+				id, sum, prev.item.GetContentHash(), ErrIdentityReuse)
+		case !proto.Equal(prev.proposal(), item):
 			return fmt.Errorf("item %q: same content, different metadata; a changed item needs a new identity or a transition: %w", id, ErrIdentityReuse)
 		}
 		// The same item again: idempotent, so replaying a log twice or
@@ -280,13 +328,34 @@ func (s *State) record(t Transition, item *ledgerv1.CanonItem, filter *ledgerv1.
 	}
 	s.records[id] = &record{
 		item:       item,
-		proposed:   proto.CloneOf(item),
 		proposer:   t.Actor,
 		recordedAt: t.At,
 		filter:     proto.CloneOf(filter),
 	}
 	s.order = append(s.order, id)
+	s.refs.add(item)
 	return nil
+}
+
+// proposal is the item exactly as first recorded, against which a
+// repeated proposal is compared: a proposal carries no decision, so the
+// fields transitions set go back to what record stored.
+func (r *record) proposal() *ledgerv1.CanonItem {
+	p := proto.CloneOf(r.item)
+	p.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_PROPOSED
+	p.PromotionAuthority = ""
+	if p.GetConflictState() == ledgerv1.ConflictState_CONFLICT_STATE_RESOLVED {
+		p.ConflictState = ledgerv1.ConflictState_CONFLICT_STATE_UNRESOLVED
+	}
+	return p
+}
+
+// change stores a copy of r's item changed by edit: stored items are never
+// modified, so that a reader holding one sees a consistent item.
+func (r *record) change(edit func(*ledgerv1.CanonItem)) {
+	it := proto.CloneOf(r.item)
+	edit(it)
+	r.item = it
 }
 
 func claimsAuthority(item *ledgerv1.CanonItem) bool {
@@ -328,8 +397,10 @@ func (s *State) promote(t Transition, auth Authorities) error {
 			return err
 		}
 	}
-	it.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_APPROVED
-	it.PromotionAuthority = t.Actor
+	r.change(func(it *ledgerv1.CanonItem) {
+		it.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_APPROVED
+		it.PromotionAuthority = t.Actor
+	})
 	return nil
 }
 
@@ -351,7 +422,7 @@ func (s *State) reject(t Transition, auth Authorities) error {
 	case it.GetPromotionState() == ledgerv1.PromotionState_PROMOTION_STATE_REJECTED:
 		return nil // already rejected: idempotent
 	}
-	it.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_REJECTED
+	r.change(func(it *ledgerv1.CanonItem) { it.PromotionState = ledgerv1.PromotionState_PROMOTION_STATE_REJECTED })
 	r.rejectedBy = t.Actor
 	return nil
 }
@@ -408,7 +479,7 @@ func (s *State) resolveConflict(t Transition, auth Authorities) error {
 		return fmt.Errorf("item %q: actor %q holds no authority over %q at %s: %w",
 			t.ItemID, t.Actor, it.GetConflictsWith(), target.item.GetScope(), ErrNotAuthorised)
 	}
-	it.ConflictState = ledgerv1.ConflictState_CONFLICT_STATE_RESOLVED
+	r.change(func(it *ledgerv1.CanonItem) { it.ConflictState = ledgerv1.ConflictState_CONFLICT_STATE_RESOLVED })
 	r.resolvedBy = t.Actor
 	return nil
 }

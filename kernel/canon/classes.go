@@ -1,0 +1,119 @@
+package canon
+
+import "slices"
+
+// Classes is the class of every item of one State, kept current as
+// transitions apply. [Classes.Update] reclassifies only what the
+// transitions applied since the previous update can have changed: the
+// items they touched, the items that cite a newly recorded item, the item
+// a new or resolved conflict contests, and, transitively, the items whose
+// class reads a class that changed (the challengers of an item and its
+// handoff children). Its answers equal [ClassifyAll] over the same state.
+//
+// Items returned by a Classes are the state's own and must not be
+// modified: the state never modifies a stored item (a transition stores a
+// changed copy), so an item read from a Classes stays as it was read.
+//
+// A Classes is not safe for concurrent use; its owner serialises Update
+// with the State's Apply and with its own reads.
+type Classes struct {
+	auth  Authorities
+	state *State
+	// seen is how many of the state's transitions are classified.
+	seen  int
+	byID  map[string]Classified
+	order []string
+}
+
+// NewClasses classifies every item of s.
+func NewClasses(s *State, auth Authorities) *Classes {
+	c := &Classes{auth: auth}
+	c.reset(s)
+	return c
+}
+
+func (c *Classes) reset(s *State) {
+	c.state, c.seen = s, len(s.log)
+	c.order = slices.Clone(s.order)
+	c.byID = make(map[string]Classified, len(s.order))
+	cl := classifier{s: s, auth: c.auth, memo: make(map[string]Result, len(s.order))}
+	for _, id := range s.order {
+		c.byID[id] = Classified{Item: s.records[id].item, Result: cl.classify(id)}
+	}
+}
+
+// Update brings the classes up to date with s after any number of
+// [State.Apply] calls. Given another state than the one it follows, it
+// classifies that state afresh and follows it from then on.
+func (c *Classes) Update(s *State) {
+	if s != c.state || len(s.log) < c.seen {
+		c.reset(s)
+		return
+	}
+	var dirty []string
+	for _, t := range s.log[c.seen:] {
+		switch t.Kind {
+		case Propose, DeriveHandoff:
+			id := t.Item.GetCanonItemId()
+			dirty = append(dirty, id)
+			if _, known := c.byID[id]; known {
+				break // a repeated proposal: nothing new refers to it
+			}
+			// A newly recorded item resolves the provenance of the items
+			// that cite it, and contests the item it conflicts with.
+			dirty = append(dirty, s.refs.citing[id]...)
+			if with := s.records[id].item.GetConflictsWith(); with != "" {
+				dirty = append(dirty, with)
+			}
+		case ResolveConflict:
+			dirty = append(dirty, t.ItemID, s.records[t.ItemID].item.GetConflictsWith())
+		default:
+			dirty = append(dirty, t.ItemID)
+		}
+	}
+	c.seen = len(s.log)
+	c.order = append(c.order, s.order[len(c.order):]...)
+
+	// One classifier for the whole update: each result it computes is
+	// fresh from the state's facts, so the order of the work does not
+	// matter, and an item reached twice is classified once.
+	cl := classifier{s: s, auth: c.auth, memo: map[string]Result{}}
+	done := map[string]bool{}
+	for len(dirty) > 0 {
+		id := dirty[len(dirty)-1]
+		dirty = dirty[:len(dirty)-1]
+		r, ok := s.records[id]
+		if done[id] || !ok {
+			continue
+		}
+		done[id] = true
+		res := cl.classify(id)
+		prev, had := c.byID[id]
+		c.byID[id] = Classified{Item: r.item, Result: res}
+		if had && prev.Class == res.Class {
+			continue
+		}
+		// Only classes are read across items: a challenger's class reads
+		// the class of what it contests, a handoff child's its parent's.
+		dirty = append(dirty, s.refs.challengers[id]...)
+		dirty = append(dirty, s.refs.children[id]...)
+	}
+}
+
+// Get returns an item and its class.
+func (c *Classes) Get(id string) (Classified, bool) {
+	v, ok := c.byID[id]
+	return v, ok
+}
+
+// Len is the number of items.
+func (c *Classes) Len() int { return len(c.order) }
+
+// All returns every item with its class, in the order first recorded.
+func (c *Classes) All() []Classified {
+	out := make([]Classified, len(c.order))
+	for i, id := range c.order {
+		out[i] = c.byID[id]
+	}
+	return out
+}
