@@ -9,6 +9,7 @@ import (
 
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // State is the ledger as the fold of its accepted transitions. The zero
@@ -100,7 +101,16 @@ func (s *State) Apply(t Transition, auth Authorities) error {
 	if err := s.apply(t, auth); err != nil {
 		return fmt.Errorf("%s at %s: %w", t.Kind, t.At.UTC().Format(time.RFC3339), err)
 	}
-	t.Item = proto.CloneOf(t.Item)
+	if t.Kind == Propose {
+		// The log keeps the proposal as given, sharing the recorded item's
+		// contract or debt record, equal to the proposal's, instead of a
+		// second deep copy of them.
+		rec := s.records[t.Item.GetCanonItemId()].item
+		t.Item = shallow(t.Item)
+		t.Item.Contract, t.Item.Debt = rec.GetContract(), rec.GetDebt()
+	} else {
+		t.Item = proto.CloneOf(t.Item)
+	}
 	t.Filter = proto.CloneOf(t.Filter)
 	s.log = append(s.log, t)
 	s.last = t.At
@@ -353,9 +363,23 @@ func (r *record) proposal() *ledgerv1.CanonItem {
 // change stores a copy of r's item changed by edit: stored items are never
 // modified, so that a reader holding one sees a consistent item.
 func (r *record) change(edit func(*ledgerv1.CanonItem)) {
-	it := proto.CloneOf(r.item)
+	it := shallow(r.item)
 	edit(it)
 	r.item = it
+}
+
+// shallow returns a copy of item that shares its parts (the contract, the
+// debt record). A stored item and its parts are never modified, so sharing
+// them is safe, and it spares a deep copy of a contract per transition.
+func shallow(item *ledgerv1.CanonItem) *ledgerv1.CanonItem {
+	src := item.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	dst.SetUnknown(src.GetUnknown())
+	return dst.Interface().(*ledgerv1.CanonItem)
 }
 
 func claimsAuthority(item *ledgerv1.CanonItem) bool {

@@ -29,6 +29,8 @@ func (t Transition) Proto() *ledgerv1.Transition {
 
 // TransitionFromProto is the inverse of Transition.Proto. It refuses an
 // unknown kind or a malformed time; everything else is Apply's to judge.
+// The transition shares m's item and filter (Apply copies what it keeps),
+// so that decoding a long log does not copy every contract twice.
 func TransitionFromProto(m *ledgerv1.Transition) (Transition, error) {
 	kind, ok := kindFromProto(m.GetKind())
 	if !ok {
@@ -45,10 +47,10 @@ func TransitionFromProto(m *ledgerv1.Transition) (Transition, error) {
 		Kind:    kind,
 		At:      at,
 		Actor:   m.GetActor(),
-		Item:    proto.CloneOf(m.GetItem()),
+		Item:    m.GetItem(),
 		ItemID:  m.GetItemId(),
 		OtherID: m.GetOtherId(),
-		Filter:  proto.CloneOf(m.GetFilter()),
+		Filter:  m.GetFilter(),
 		Note:    m.GetNote(),
 	}, nil
 }

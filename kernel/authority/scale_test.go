@@ -1,0 +1,179 @@
+package authority_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/store"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+)
+
+// scaleSizes are the numbers of bound tasks the scale benchmarks hold. A
+// million takes minutes to seed and start, so it runs only when
+// AMBIT_BENCH_SCALE is set (make bench sets it).
+func scaleSizes() []int {
+	sizes := []int{10, 10_000, 100_000}
+	if os.Getenv("AMBIT_BENCH_SCALE") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	return sizes
+}
+
+func scaleTask(i int) string { return fmt.Sprintf("task-%07d", i) }
+
+// scaleContract is the benchmark's contract for a task: the coupled
+// profile, allowing as many refunds as a benchmark makes, none needing
+// review.
+func scaleContract(tb testing.TB, taskID string) *contractv1.Contract {
+	return coupledContract(tb, taskID, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 1 << 30
+		c.Action.MaxCumulativeAmount = nil
+		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
+	})
+}
+
+// seedTasks writes n bound tasks straight into the store, as the kernel
+// would have journaled them: per task, a Propose and a Promote canon
+// transition of its own contract item and a task.bind entry, with the
+// task's binding row. It writes thousands of tasks per transaction
+// instead of three commits per task through the kernel, so a million
+// tasks take minutes, not hours. A kernel started over the store replays
+// them like any journal.
+func seedTasks(tb testing.TB, w *world, n int) {
+	tb.Helper()
+	const perTx = 5000
+	tmpl := scaleContract(tb, "")
+	marshal := proto.MarshalOptions{Deterministic: true}
+	for lo := 0; lo < n; lo += perTx {
+		err := w.st.Update(w.ctx, func(tx *store.Tx) error {
+			for i := lo; i < min(n, lo+perTx); i++ {
+				task := scaleTask(i)
+				id := "CTR-" + task
+				c := proto.CloneOf(tmpl)
+				c.Binding.TaskId = task
+				for _, t := range []canon.Transition{
+					{Kind: canon.Propose, At: start, Actor: owner, Item: contractItem(id, c)},
+					{Kind: canon.Promote, At: start, Actor: owner, ItemID: id},
+				} {
+					body, err := marshal.Marshal(t.Proto())
+					if err != nil {
+						return err
+					}
+					if _, err := tx.Append(start, "canon", id, body); err != nil {
+						return err
+					}
+				}
+				if err := tx.BindTask(task, store.Task{ItemID: id, Agent: agentName}, start); err != nil {
+					return err
+				}
+				if _, err := tx.Append(start, "task.bind", task, []byte(id+" for "+agentName)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatalf("seed tasks %d..: %v", lo, err)
+		}
+	}
+}
+
+// liveHeap is the heap in use after a collection, in bytes.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkScale shows what the number of bound tasks costs. For each
+// size it seeds the tasks, then measures:
+//
+//   - startup: a kernel's start over the store (the ledger's replay), its
+//     time and the heap it keeps (heap-MB);
+//   - bind: binding one more task (propose, promote and bind a contract
+//     item of its own), the governance path that ran every transition's
+//     classification over the whole ledger. The ledger grows by one task
+//     per iteration;
+//   - decide: a decision (Submit, allowed, with a capability) on a task
+//     drawn at random from up to 256 tasks spread over the whole range.
+//
+// The figures at 10 tasks are the baseline the larger sizes are read
+// against.
+func BenchmarkScale(b *testing.B) {
+	for _, n := range scaleSizes() {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			w := newWorld(b)
+			t0 := time.Now()
+			seedTasks(b, w, n)
+			b.Logf("seeded %d tasks in %s", n, time.Since(t0).Round(time.Millisecond))
+			opts := w.options(w.st)
+			opts.Log = zap.NewNop()
+
+			b.Run("startup", func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					w.k = nil
+					before := liveHeap()
+					b.StartTimer()
+					k, err := authority.New(w.ctx, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					after := liveHeap()
+					b.ReportMetric(float64(after-min(before, after))/(1<<20), "heap-MB")
+					w.k = k
+					b.StartTimer()
+				}
+			})
+			if w.k == nil {
+				b.Fatal("no kernel started")
+			}
+
+			next := n
+			b.Run("bind", func(b *testing.B) {
+				for b.Loop() {
+					task := scaleTask(next)
+					next++
+					id := "CTR-" + task
+					if _, err := w.k.ProposeItem(w.ctx, owner, contractItem(id, scaleContract(b, task))); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := w.k.PromoteItem(w.ctx, owner, id); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := w.k.BindTask(w.ctx, "governance", task, id, agentName); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+
+			// Up to 256 tasks spread over the seeded range, each with an
+			// evidence read to cite.
+			var ps []authority.Proposal
+			for i := range min(n, 256) {
+				task := scaleTask(i * n / min(n, 256))
+				env, _ := w.read(task)
+				ps = append(ps, proposal(task, refund(1740, subject), env))
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			b.Run("decide", func(b *testing.B) {
+				for b.Loop() {
+					d, err := w.k.Submit(w.ctx, ps[rng.IntN(len(ps))])
+					if err != nil || d.GetCapability() == nil {
+						b.Fatalf("%v %v", d, err)
+					}
+				}
+			})
+		})
+	}
+}
