@@ -11,6 +11,8 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_MODULE_VERSION := v0.8.2
+# OPA is a baseline make bench measures against, never a dependency.
+OPA_VERSION := v1.22.3
 
 # Every module of the workspace; `go test ./...` does not cross go.work
 # module boundaries.
@@ -65,10 +67,11 @@ attack: ## Run the attack harness against the four processes (every family, both
 	AMBIT_ATTACK=1 go test -count=1 -run '^TestAttack$$' -v -timeout 20m ./e2e/
 
 .PHONY: bench
-bench: ## Print evaluator and networked benchmarks beside their baselines
-	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/ ./kernel/authority/
-	AMBIT_BENCH=1 go test -run '^$$' -bench . -benchmem -count 1 -timeout 20m ./e2e/
-	AMBIT_BENCH=1 AMBIT_BENCH_DURABILITY=normal go test -run '^$$' -bench . -count 1 -timeout 20m ./e2e/ | grep -A12 'networked figures' 
+bench: $(TOOLS)/opa ## Print evaluator, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines
+	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
+	go test -run '^$$' -bench 'Submit' -benchmem -count 1 ./kernel/authority/
+	AMBIT_BENCH_SCALE=1 go test -run '^$$' -bench 'Scale' -count 1 -timeout 90m ./kernel/authority/
+	AMBIT_BENCH=1 AMBIT_BENCH_OPA=$(TOOLS)/opa go test -run '^$$' -bench 'Networked' -count 1 -timeout 30m ./e2e/
 
 .PHONY: build
 build: ## Build the binaries, and the programs the examples run, into bin/
@@ -135,6 +138,8 @@ $(TOOLS)/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(TOOLS)/staticcheck:
 	GOBIN=$(TOOLS) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_MODULE_VERSION)
+$(TOOLS)/opa:
+	GOBIN=$(TOOLS) go install github.com/open-policy-agent/opa@$(OPA_VERSION)
 
 .PHONY: clean
 clean: ## Remove build outputs

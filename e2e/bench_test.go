@@ -16,7 +16,6 @@ import (
 	"github.com/ambitkernel/ambit/sdk/client"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
-	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -135,61 +134,70 @@ func measure(b *testing.B, name string, conc int, op func(i int) error) figure {
 }
 
 // BenchmarkNetworked measures SubmitProposal over gRPC with mutual TLS at
-// concurrency 1, 16 and 64, and the whole read → propose → execute →
-// readback loop, each beside a no-op call (a health check) over the same
-// transport in the same run, and prints the ratios.
+// concurrency 1, 16 and 64 with the kernel's store at both durability
+// levels (normal and full; AMBIT_BENCH_DURABILITY picks one), each beside
+// a no-op call (a health check) on the same listener in the same run; the
+// whole read → propose → execute → readback loop beside its bare hops; and,
+// when AMBIT_BENCH_OPA names an opa binary, an OPA server deciding the
+// seed suite at the same concurrencies. It prints the ratios.
 func BenchmarkNetworked(b *testing.B) {
 	if os.Getenv("AMBIT_BENCH") == "" {
 		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and measure")
 	}
-	durability := os.Getenv("AMBIT_BENCH_DURABILITY")
-	st := startStack(b, devstack.Options{Durability: durability})
+	durabilities := []string{"normal", "full"}
+	if d := os.Getenv("AMBIT_BENCH_DURABILITY"); d != "" {
+		durabilities = []string{d}
+	}
 	ctx := context.Background()
-	if err := benchSeed(ctx, st.DataDir); err != nil {
-		b.Fatal(err)
-	}
-	if err := bindBenchTask(ctx, st, "bench"); err != nil {
-		b.Fatal(err)
-	}
-	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
-	if err != nil {
-		b.Fatal(err)
-	}
-	noop := healthpb.NewHealthClient(agentConn)
-	submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
-		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
-
 	var figs []figure
-	for _, conc := range []int{1, 16, 64} {
-		b.Run(fmt.Sprintf("noop/c=%d", conc), func(b *testing.B) {
-			figs = append(figs, measure(b, "noop", conc, func(int) error {
-				_, err := noop.Check(ctx, &healthpb.HealthCheckRequest{})
-				return err
-			}))
-		})
-		b.Run(fmt.Sprintf("submit/c=%d", conc), func(b *testing.B) {
-			figs = append(figs, measure(b, "submit", conc, func(int) error {
-				d, err := st.Agent.Propose(ctx, submit)
-				if err == nil && !d.Allowed() {
-					err = fmt.Errorf("decision %v", d.GetDecision())
-				}
-				return err
-			}))
-		})
+	var st *stack
+	for _, durability := range durabilities {
+		st = startStack(b, devstack.Options{Durability: durability})
+		if err := benchSeed(ctx, st.DataDir); err != nil {
+			b.Fatal(err)
+		}
+		if err := bindBenchTask(ctx, st, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
+		if err != nil {
+			b.Fatal(err)
+		}
+		noop := healthpb.NewHealthClient(agentConn)
+		submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+			Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
+		for _, conc := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("noop-%s/c=%d", durability, conc), func(b *testing.B) {
+				figs = append(figs, measure(b, "noop-"+durability, conc, func(int) error {
+					_, err := noop.Check(ctx, &healthpb.HealthCheckRequest{})
+					return err
+				}))
+			})
+			b.Run(fmt.Sprintf("submit-%s/c=%d", durability, conc), func(b *testing.B) {
+				figs = append(figs, measure(b, "submit-"+durability, conc, func(int) error {
+					d, err := st.Agent.Propose(ctx, submit)
+					if err == nil && !d.Allowed() {
+						err = fmt.Errorf("decision %v", d.GetDecision())
+					}
+					return err
+				}))
+			})
+		}
 	}
 
-	// The loop's bare hops: four agent calls and five adapter-to-kernel
-	// calls, each a no-op over the same kind of connection.
+	// The loop, on the last stack: its bare hops are four agent calls and
+	// five adapter-to-kernel calls, each a no-op over the same kind of
+	// connection.
 	hopConns := []string{st.Info.Evidence, st.Kernel.Adapter, st.Kernel.Adapter, st.Kernel.Agent, st.Info.Action, st.Kernel.Adapter, st.Kernel.Adapter, st.Info.Verifier, st.Kernel.Adapter}
 	ids := []string{"agent", "evidence", "evidence", "agent", "agent", "action", "action", "agent", "verifier"}
 	hops := make([]healthpb.HealthClient, len(hopConns))
 	for i, addr := range hopConns {
-		var conn *grpc.ClientConn
-		if conn, err = st.Conn(ctx, addr, ids[i]); err != nil {
+		conn, err := st.Conn(ctx, addr, ids[i])
+		if err != nil {
 			b.Fatal(err)
 		}
 		hops[i] = healthpb.NewHealthClient(conn)
@@ -219,7 +227,44 @@ func BenchmarkNetworked(b *testing.B) {
 			return err
 		}))
 	})
-	printSummary(figs, durability)
+
+	opa := os.Getenv("AMBIT_BENCH_OPA")
+	if opa != "" {
+		srv := startOPA(b, opa)
+		bodies, want := seedRequests(b)
+		// The baseline must decide what the kernel decides, or its
+		// figures compare different work.
+		for i, body := range bodies {
+			got, err := srv.decide(ctx, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !slices.Equal(got.Reasons, want[i].Reasons) || got.Outcome != want[i].Outcome {
+				b.Fatalf("seed episode %d: OPA decides %+v, the evaluator %+v", i, got, want[i])
+			}
+		}
+		for _, conc := range []int{1, 16, 64} {
+			// Open the connections first, as the gRPC channel is open
+			// before its calls are measured: HTTP/1.1 needs one per call
+			// in flight.
+			var wg sync.WaitGroup
+			for range conc {
+				wg.Go(func() {
+					for j := range 4 {
+						_, _ = srv.decide(ctx, bodies[j])
+					}
+				})
+			}
+			wg.Wait()
+			b.Run(fmt.Sprintf("opa/c=%d", conc), func(b *testing.B) {
+				figs = append(figs, measure(b, "opa", conc, func(i int) error {
+					_, err := srv.decide(ctx, bodies[i%len(bodies)])
+					return err
+				}))
+			})
+		}
+	}
+	printSummary(figs, durabilities, opa != "")
 }
 
 func last(figs []figure, name string, conc int) (figure, bool) {
@@ -231,27 +276,48 @@ func last(figs []figure, name string, conc int) (figure, bool) {
 	return figure{}, false
 }
 
-func printSummary(figs []figure, durability string) {
-	if durability == "" {
-		durability = "full"
+func printSummary(figs []figure, durabilities []string, opa bool) {
+	fmt.Printf("\nnetworked figures (loopback, one run; each ratio against a baseline measured in the same run)\n")
+	fmt.Printf("%-34s %5s %10s %10s %10s | %s\n", "call", "conc", "ops/s", "p50", "p99", "ratios")
+	row := func(name string, f figure, ratio string) {
+		fmt.Printf("%-34s %5d %10.0f %10s %10s | %s\n", name, f.conc, f.perSec(), f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), ratio)
 	}
-	fmt.Printf("\nnetworked figures (mutual TLS on loopback, kernel store durability %s)\n", durability)
-	fmt.Printf("%-12s %5s %10s %10s %10s | %-28s\n", "call", "conc", "ops/s", "p50", "p99", "vs no-op in the same run")
-	for _, conc := range []int{1, 16, 64} {
-		n, ok1 := last(figs, "noop", conc)
-		s, ok2 := last(figs, "submit", conc)
-		if !ok1 || !ok2 {
-			continue
+	vs := func(f, base figure, what string) string {
+		return fmt.Sprintf("p50 %.2fx %s, throughput %.2fx", float64(f.p50)/float64(base.p50), what, f.perSec()/base.perSec())
+	}
+	for _, d := range durabilities {
+		for _, conc := range []int{1, 16, 64} {
+			n, ok1 := last(figs, "noop-"+d, conc)
+			s, ok2 := last(figs, "submit-"+d, conc)
+			if !ok1 || !ok2 {
+				continue
+			}
+			row("no-op (mTLS gRPC health check)", n, "")
+			ratio := vs(s, n, "the no-op")
+			if o, ok := last(figs, "opa", conc); ok {
+				ratio += "; " + vs(s, o, "OPA")
+			}
+			row("SubmitProposal, durability "+d, s, ratio)
 		}
-		fmt.Printf("%-12s %5d %10.0f %10s %10s |\n", "no-op", conc, n.perSec(), n.p50, n.p99)
-		fmt.Printf("%-12s %5d %10.0f %10s %10s | p50 %.2fx the no-op, throughput %.2fx\n", "decision", conc, s.perSec(), s.p50, s.p99,
-			float64(s.p50)/float64(n.p50), s.perSec()/n.perSec())
+	}
+	if opa {
+		for _, conc := range []int{1, 16, 64} {
+			if o, ok := last(figs, "opa", conc); ok {
+				ratio := ""
+				if n, ok := last(figs, "noop-"+durabilities[0], conc); ok {
+					ratio = vs(o, n, "the gRPC no-op")
+				}
+				row("OPA server (HTTPS, mutual TLS)", o, ratio)
+			}
+		}
+	} else {
+		fmt.Println("OPA baseline not run: set AMBIT_BENCH_OPA to an opa binary (make bench installs one)")
 	}
 	if h, ok := last(figs, "loop-hops", 1); ok {
 		if l, ok := last(figs, "loop", 1); ok {
-			fmt.Printf("%-12s %5d %10.0f %10s %10s |\n", "9 bare hops", 1, h.perSec(), h.p50, h.p99)
-			fmt.Printf("%-12s %5d %10.0f %10s %10s | p50 %.2fx the bare hops (%.0f%% beyond them)\n", "whole loop", 1, l.perSec(), l.p50, l.p99,
-				float64(l.p50)/float64(h.p50), 100*(float64(l.p50)/float64(h.p50)-1))
+			row("9 bare hops", h, "")
+			row("whole loop, durability "+durabilities[len(durabilities)-1], l,
+				fmt.Sprintf("p50 %.2fx the bare hops (%.0f%% beyond them)", float64(l.p50)/float64(h.p50), 100*(float64(l.p50)/float64(h.p50)-1)))
 		}
 	}
 }

@@ -109,7 +109,14 @@ func liveHeap() uint64 {
 // The figures at 10 tasks are the baseline the larger sizes are read
 // against.
 func BenchmarkScale(b *testing.B) {
+	var rows []scaleRow
+	// perOp times one sub-benchmark's loop.
+	perOp := func(ops int, since time.Time) time.Duration {
+		return time.Since(since) / time.Duration(max(ops, 1))
+	}
+	defer func() { printScale(rows) }()
 	for _, n := range scaleSizes() {
+		r := scaleRow{n: n}
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
 			w := newWorld(b)
 			t0 := time.Now()
@@ -119,21 +126,28 @@ func BenchmarkScale(b *testing.B) {
 			opts.Log = zap.NewNop()
 
 			b.Run("startup", func(b *testing.B) {
+				var took time.Duration
+				ops := 0
 				for b.Loop() {
+					ops++
 					b.StopTimer()
 					w.k = nil
 					before := liveHeap()
 					b.StartTimer()
+					t0 := time.Now()
 					k, err := authority.New(w.ctx, opts)
 					if err != nil {
 						b.Fatal(err)
 					}
+					took += time.Since(t0)
 					b.StopTimer()
 					after := liveHeap()
-					b.ReportMetric(float64(after-min(before, after))/(1<<20), "heap-MB")
+					r.heapMB = float64(after-min(before, after)) / (1 << 20)
+					b.ReportMetric(r.heapMB, "heap-MB")
 					w.k = k
 					b.StartTimer()
 				}
+				r.startup = took / time.Duration(max(ops, 1))
 			})
 			if w.k == nil {
 				b.Fatal("no kernel started")
@@ -141,7 +155,10 @@ func BenchmarkScale(b *testing.B) {
 
 			next := n
 			b.Run("bind", func(b *testing.B) {
+				ops, t0 := 0, time.Now()
+				defer func() { r.bind = perOp(ops, t0) }()
 				for b.Loop() {
+					ops++
 					task := scaleTask(next)
 					next++
 					id := "CTR-" + task
@@ -167,13 +184,39 @@ func BenchmarkScale(b *testing.B) {
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.Run("decide", func(b *testing.B) {
+				ops, t0 := 0, time.Now()
+				defer func() { r.decide = perOp(ops, t0) }()
 				for b.Loop() {
+					ops++
 					d, err := w.k.Submit(w.ctx, ps[rng.IntN(len(ps))])
 					if err != nil || d.GetCapability() == nil {
 						b.Fatalf("%v %v", d, err)
 					}
 				}
 			})
+			rows = append(rows, r)
 		})
+	}
+}
+
+// scaleRow is one size's figures.
+type scaleRow struct {
+	n                     int
+	startup, bind, decide time.Duration
+	heapMB                float64
+}
+
+// printScale prints the scale figures, each size beside the smallest.
+func printScale(rows []scaleRow) {
+	if len(rows) == 0 || rows[0].bind == 0 || rows[0].decide == 0 {
+		return
+	}
+	base := rows[0]
+	fmt.Printf("\nscale figures (in process, one run; ratios against %d tasks in the same run)\n", base.n)
+	fmt.Printf("%9s | %12s %9s | %22s | %22s\n", "tasks", "start-up", "heap", "bind one more task", "random-task decision")
+	for _, r := range rows {
+		fmt.Printf("%9d | %12s %6.0f MB | %10s %9.2fx | %10s %9.2fx\n", r.n, r.startup.Round(time.Microsecond), r.heapMB,
+			r.bind.Round(time.Microsecond), float64(r.bind)/float64(base.bind),
+			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide))
 	}
 }
