@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -27,6 +28,9 @@ type State struct {
 	// refs indexes who refers to an item, so that a transition finds the
 	// items it affects without a scan of the ledger.
 	refs refs
+	// tools are the distinct tool grants of the recorded contracts, by
+	// their deterministic encoding (see intern).
+	tools map[string]*contractv1.ToolGrant
 }
 
 // refs are the ledger's references, indexed by the item referred to. Each
@@ -182,7 +186,35 @@ func (s *State) propose(t Transition, auth Authorities) error {
 			return err
 		}
 	}
-	return s.record(t, proto.CloneOf(t.Item), nil, auth)
+	item := proto.CloneOf(t.Item)
+	if err := s.record(t, item, nil, auth); err != nil {
+		return err
+	}
+	s.intern(item)
+	return nil
+}
+
+// intern makes a recorded contract share the tool grants an earlier one
+// holds. Contracts bound to many tasks repeat the same tools, whose input
+// schemas are most of a contract's memory; stored items are never
+// modified, so sharing equal grants is safe. Only grants of recorded items
+// are kept, so a refused proposal leaves nothing behind.
+func (s *State) intern(item *ledgerv1.CanonItem) {
+	tools := item.GetContract().GetAction().GetTools()
+	for i, g := range tools {
+		key, err := proto.MarshalOptions{Deterministic: true}.Marshal(g)
+		if err != nil {
+			continue
+		}
+		if prev, ok := s.tools[string(key)]; ok {
+			tools[i] = prev
+			continue
+		}
+		if s.tools == nil {
+			s.tools = make(map[string]*contractv1.ToolGrant)
+		}
+		s.tools[string(key)] = g
+	}
 }
 
 func (s *State) deriveHandoff(t Transition, auth Authorities) error {
