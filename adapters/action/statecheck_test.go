@@ -2,9 +2,11 @@ package action_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -41,6 +43,7 @@ func accountsDB(t *testing.T) (string, map[string]action.StateCheckConfig) {
 // state version.
 func TestStateCheck(t *testing.T) {
 	reason := func(r errorv1.ErrorReason) string { return r.String() }
+	unreadable := &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)}
 	tests := []struct {
 		name string
 		// change runs on the accounts database after the adapter opened it.
@@ -48,6 +51,8 @@ func TestStateCheck(t *testing.T) {
 		// edit adjusts the capability.
 		edit func(*receiptv1.Capability)
 		want *refusal // nil: executed
+		// logged is part of the refusal's logged error.
+		logged string
 	}{
 		{name: "record unchanged"},
 		{
@@ -65,12 +70,34 @@ func TestStateCheck(t *testing.T) {
 		{
 			name:   "table unreadable",
 			change: []string{`DROP TABLE accounts`},
-			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+			want:   unreadable,
 		},
 		{
 			name:   "state version does not evaluate",
 			change: []string{`UPDATE accounts SET row_version = NULL`},
-			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+			want:   unreadable,
+		},
+		// Qualified, a column dropped or renamed since the start is an
+		// error; bare, SQLite would read its quoted name as a string, a
+		// constant that says nothing of the record.
+		{
+			name:   "version column dropped",
+			change: []string{`ALTER TABLE accounts DROP COLUMN row_version`},
+			want:   unreadable,
+			logged: "no such column: accounts.row_version",
+		},
+		{
+			name:   "version column renamed",
+			change: []string{`ALTER TABLE accounts RENAME COLUMN row_version TO version`},
+			want:   unreadable,
+			logged: "no such column: accounts.row_version",
+		},
+		{
+			name:   "version column dropped, capability bound to what its bare name reads as",
+			change: []string{`ALTER TABLE accounts DROP COLUMN row_version`},
+			edit:   func(c *receiptv1.Capability) { c.StateVersion = "accounts-vrow_version" },
+			want:   unreadable,
+			logged: "no such column: accounts.row_version",
 		},
 		{
 			name:   "capability binds no state version",
@@ -113,6 +140,12 @@ func TestStateCheck(t *testing.T) {
 			}
 			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
 				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
+			}
+			if tt.logged != "" {
+				refused := f.logs.FilterMessage("effect refused").All()
+				if len(refused) != 1 || !strings.Contains(fmt.Sprint(refused[0].ContextMap()["error"]), tt.logged) {
+					t.Errorf("refusal log lines %v, want one with %q", refused, tt.logged)
+				}
 			}
 		})
 	}

@@ -9,5 +9,6 @@
 // unknown quoted name alone as a string, never as an error); names always
 // come from configuration checked at load, never from a request.
 // [TableColumns] and [HasColumn] check a declaration against the table
-// when a connector opens it.
+// when a connector opens it. [Text] is the text form of a value read, as
+// state versions carry it.
 package sqldb

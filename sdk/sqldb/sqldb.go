@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	// The pure-Go SQLite driver, registered as "sqlite".
@@ -110,6 +112,35 @@ func TableColumns(ctx context.Context, db *sql.DB, table string) ([]string, erro
 // compared as SQLite compares names: ignoring ASCII case.
 func HasColumn(cols []string, column string) bool {
 	return slices.ContainsFunc(cols, func(c string) bool { return strings.EqualFold(c, column) })
+}
+
+// maxExactInt is the largest integer magnitude a double holds exactly.
+const maxExactInt = 1 << 53
+
+// Text is the text form of a scalar value a source read, as records'
+// subjects and state versions carry it: strings as they are, integers
+// (also integral doubles, as JSON carries them) in decimal, bools as true
+// or false; "" is text too, which a state version may not be. Other
+// values have none. The evidence adapter writes a state
+// version into receipts and the action adapter re-reads it before an
+// effect; both compute it here so that an unchanged record yields the
+// same text.
+func Text(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case int64:
+		return strconv.FormatInt(t, 10), true
+	case uint64:
+		return strconv.FormatUint(t, 10), true
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) <= maxExactInt {
+			return strconv.FormatInt(int64(t), 10), true
+		}
+	case bool:
+		return strconv.FormatBool(t), true
+	}
+	return "", false
 }
 
 // redact hides a password in a URL-shaped connection string.
