@@ -28,7 +28,7 @@ func (k *Kernel) ledgerUpdate(ctx context.Context, fn func(tx *store.Tx, now tim
 	err := k.store.UpdateAlone(ctx, func(tx *store.Tx) error {
 		return fn(tx, k.clock())
 	})
-	if rerr := k.ledger.restore(context.WithoutCancel(ctx), k.store); rerr != nil {
+	if rerr := k.ledger.restore(context.WithoutCancel(ctx)); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return canonRefusal(err)

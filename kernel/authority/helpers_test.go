@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/kernel/store/storetest"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -97,7 +98,7 @@ func newSigner(t testing.TB, id string) (*envelope.Signer, ed25519.PublicKey) {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), path: filepath.Join(t.TempDir(), "k.db"), clock: &clock{now: start}, keys: envelope.Keyring{}}
+	w := &world{t: t, ctx: context.Background(), path: storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")), clock: &clock{now: start}, keys: envelope.Keyring{}}
 	for _, p := range []struct {
 		id string
 		s  **envelope.Signer

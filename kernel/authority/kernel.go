@@ -111,6 +111,9 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	if k.ledger, err = replayLedger(ctx, o.Store, o.Authorities); err != nil {
 		return nil, err
 	}
+	// Kernel replicas sharing the store each follow the others' ledger
+	// transitions.
+	o.Store.Follow(k.ledger.follow)
 	return k, nil
 }
 

@@ -265,7 +265,7 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 // use adds (sign 1) or removes (sign -1) a capability from its task's usage.
 func (t *Tx) use(c Capability, sign int64) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES (?, ?, ?, ?)
-		ON CONFLICT (task_id, currency) DO UPDATE SET actions = actions + excluded.actions, amount_minor = amount_minor + excluded.amount_minor`,
+		ON CONFLICT (task_id, currency) DO UPDATE SET actions = task_usage.actions + excluded.actions, amount_minor = task_usage.amount_minor + excluded.amount_minor`,
 		c.TaskID, c.Currency, sign, sign*c.AmountMinor)
 	if err != nil {
 		return fmt.Errorf("usage of task %q: %w", c.TaskID, err)

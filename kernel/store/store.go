@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
@@ -134,10 +135,23 @@ type Store struct {
 	mu      sync.Mutex
 	pending []*job
 	leading bool
+
+	// pg is set for a PostgreSQL store, which other kernel replicas may
+	// write too (see shared.go).
+	pg *shared
 }
 
-// Open opens (creating if needed) the SQLite database at path.
-func Open(ctx context.Context, path string, d Durability) (*Store, error) {
+// Open opens (creating if needed) the kernel database dsn: an SQLite file
+// path (the embedded default), or a postgres:// URL that several kernel
+// replicas may share.
+func Open(ctx context.Context, dsn string, d Durability) (*Store, error) {
+	if sqldb.IsPostgres(dsn) {
+		return openPostgres(ctx, dsn, d)
+	}
+	return openSQLite(ctx, dsn, d)
+}
+
+func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) {
 	sync := "FULL"
 	if d == DurabilityNormal {
 		sync = "NORMAL"
@@ -159,11 +173,9 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	for _, stmt := range schema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: migrate: %w", path, err)
-		}
+	if err := migrate(ctx, db, false); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	ro := url.Values{}
 	ro.Add("_pragma", "busy_timeout(10000)")
@@ -174,13 +186,17 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(4)
-	s := &Store{db: db, ro: rdb, grown: make(chan struct{}, 1)}
+	return newStore(ctx, db, rdb, nil), nil
+}
+
+func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) *Store {
+	s := &Store{db: db, ro: ro, grown: make(chan struct{}, 1), pg: pg}
 	s.frontier, s.frontierErr = journal.LoadFrontier(ctx, db)
 	if s.frontierErr != nil {
 		s.frontier = journal.NewFrontier()
 	}
 	s.size.Store(s.frontier.Size())
-	return s, nil
+	return s
 }
 
 // Close closes the database.
@@ -189,7 +205,11 @@ func (s *Store) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
-	return errors.Join(s.ro.Close(), s.db.Close())
+	var err error
+	if s.pg != nil {
+		err = s.pg.close()
+	}
+	return errors.Join(err, s.ro.Close(), s.db.Close())
 }
 
 // maxBatch bounds how many updates share one commit.
@@ -272,17 +292,24 @@ func (s *Store) lead() {
 func (s *Store) runBatch(batch []*job) {
 	results := make([]error, len(batch))
 	hooks := make([][]func(), len(batch))
-	// The journal's frontier moves with each update's appends, back on a
-	// rollback.
-	frontier := s.frontier.Clone()
 	var unprepared []string
 	sqlTx, err := s.db.BeginTx(context.Background(), nil)
+	if err == nil && s.pg != nil {
+		// Other replicas write the same journal: take the writers' lock,
+		// then catch up with what they committed.
+		if err = s.pg.lockAndCatchUp(sqlTx, s); err != nil {
+			_ = sqlTx.Rollback()
+		}
+	}
 	if err != nil {
 		for _, j := range batch {
 			j.done <- fmt.Errorf("begin: %w", err)
 		}
 		return
 	}
+	// The journal's frontier moves with each update's appends, back on a
+	// rollback.
+	frontier := s.frontier.Clone()
 	ran := false
 	// A lone update needs no savepoint: a failure rolls back everything.
 	savepoints := len(batch) > 1
@@ -325,6 +352,17 @@ func (s *Store) runBatch(batch []*job) {
 		}
 	}
 	committed := false
+	if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
+		// Delivered on commit: the other replicas catch up at once.
+		if err := s.pg.notify(sqlTx, s.frontier.Size()); err != nil {
+			ran = false
+			for i := range results {
+				if results[i] == nil {
+					results[i] = err
+				}
+			}
+		}
+	}
 	if ran {
 		if err := sqlTx.Commit(); err != nil {
 			for i := range results {
@@ -385,6 +423,12 @@ func runJob(fn func(tx *Tx) error, tx *Tx) (err error) {
 
 // View runs fn in a transaction that is always rolled back.
 func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
+	if s.pg != nil {
+		// What memory holds (the ledger) must be no older than the rows.
+		if err := s.pg.catchUpIfBehind(ctx, s); err != nil {
+			return err
+		}
+	}
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

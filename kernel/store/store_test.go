@@ -10,6 +10,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
+	"github.com/ambitkernel/ambit/kernel/store/storetest"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
@@ -32,7 +33,7 @@ func open(t *testing.T, path string) *store.Store {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	return open(t, filepath.Join(t.TempDir(), "k.db"))
+	return open(t, storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")))
 }
 
 // update runs fn in a write transaction and fails the test on error.
@@ -53,7 +54,7 @@ func view(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
 func TestOpenDurability(t *testing.T) {
 	for _, d := range []store.Durability{store.DurabilityFull, store.DurabilityNormal} {
 		t.Run(string(d), func(t *testing.T) {
-			s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), d)
+			s, err := store.Open(context.Background(), storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")), d)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -486,7 +487,7 @@ func TestApprovals(t *testing.T) {
 }
 
 func TestTransactions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "k.db")
+	path := storetest.DSN(t, filepath.Join(t.TempDir(), "k.db"))
 	s := open(t, path)
 	ctx := context.Background()
 	boom := errors.New("boom")

@@ -2,7 +2,9 @@
 // write — sources, executors, readbacks and the adapters' own state — from
 // one connection string, so that every process opens a database the same
 // way: [Open] read-write, [OpenReadOnly] for a path that must never write.
-// SQLite (a file path, or "sqlite:PATH") is the embedded default.
+// SQLite (a file path, or "sqlite:PATH") is the embedded default; a
+// postgres:// URL opens PostgreSQL through pgx, with the same '?'
+// placeholders ([Rebind]), so that one SQL text serves both.
 //
 // [CheckIdent] checks a configured table or column name, [Ident] quotes
 // one and [Column] qualifies a column by its table (SQLite reads an

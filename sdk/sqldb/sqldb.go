@@ -30,7 +30,7 @@ func path(dsn string) (string, error) {
 	case p == "":
 		return "", fmt.Errorf("%w: empty connection string", ErrDSN)
 	case strings.Contains(dsn, "://"):
-		return "", fmt.Errorf("%w: %q (want an SQLite file path or sqlite:PATH)", ErrDSN, redact(dsn))
+		return "", fmt.Errorf("%w: %q (want an SQLite file path, sqlite:PATH or a postgres:// URL)", ErrDSN, Redact(dsn))
 	}
 	return p, nil
 }
@@ -41,6 +41,9 @@ func fileURI(p string) string { return "file:" + (&url.URL{Path: p}).EscapedPath
 // mode lets read-only readers (the verifier, the evidence adapter) read
 // while a writer commits.
 func Open(dsn string) (*sql.DB, error) {
+	if IsPostgres(dsn) {
+		return OpenPostgres(dsn, nil)
+	}
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,9 @@ func Open(dsn string) (*sql.DB, error) {
 // cannot change what it reads even through a bug. It does not touch the
 // file; a missing database is an error of each query.
 func OpenReadOnly(dsn string) (*sql.DB, error) {
+	if IsPostgres(dsn) {
+		return OpenPostgres(dsn, map[string]string{"default_transaction_read_only": "on"})
+	}
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err
@@ -92,7 +98,11 @@ func Column(table, column string) string { return Ident(table) + "." + Ident(col
 // TableColumns lists the columns of table as the database names them; a
 // table that does not exist has none.
 func TableColumns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	query := `SELECT name FROM pragma_table_info(?)`
+	if IsPostgresDB(db) {
+		query = `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`
+	}
+	rows, err := db.QueryContext(ctx, query, table)
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +153,9 @@ func Text(v any) (string, bool) {
 	return "", false
 }
 
-// redact hides a password in a URL-shaped connection string.
-func redact(dsn string) string {
+// Redact hides a password in a URL-shaped connection string, for errors
+// and logs.
+func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.User == nil {
 		return dsn
