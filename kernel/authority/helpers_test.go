@@ -98,7 +98,13 @@ func newSigner(t testing.TB, id string) (*envelope.Signer, ed25519.PublicKey) {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), path: storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")), clock: &clock{now: start}, keys: envelope.Keyring{}}
+	return newWorldAt(t, storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")))
+}
+
+// newWorldAt is newWorld with its store at dsn.
+func newWorldAt(t testing.TB, dsn string) *world {
+	t.Helper()
+	w := &world{t: t, ctx: context.Background(), path: dsn, clock: &clock{now: start}, keys: envelope.Keyring{}}
 	for _, p := range []struct {
 		id string
 		s  **envelope.Signer
