@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"slices"
 	"time"
 
@@ -25,7 +26,8 @@ const (
 // kernel's own.
 type Config struct {
 	service.Common `json:",inline"`
-	// Database is the SQLite file of the grant store and journal.
+	// Database holds the grant store and journal: an SQLite file (the
+	// embedded default), or a postgres:// URL that kernel replicas share.
 	Database   string           `json:"database"`
 	Durability store.Durability `json:"durability"`
 	// Listen holds the three listeners' addresses.
@@ -44,7 +46,8 @@ type Config struct {
 // Checkpoints configures the signed checkpoints of the journal.
 type Checkpoints struct {
 	// Dir receives the checkpoints, outside the database (default: the
-	// database's path with ".checkpoints").
+	// SQLite database's path with ".checkpoints"; required with
+	// PostgreSQL).
 	Dir string `json:"dir"`
 	// Origin names the log in its checkpoints (default
 	// "ambit-kernel/<identity>").
@@ -105,6 +108,9 @@ func (c *Config) Validate() error {
 	errs := []error{c.Common.Validate()}
 	if c.Database == "" {
 		errs = append(errs, errors.New("database is required"))
+	}
+	if sqldb.IsPostgres(c.Database) && c.Checkpoints.Dir == "" {
+		errs = append(errs, errors.New("checkpoints.dir is required when database is a PostgreSQL URL"))
 	}
 	if c.Listen.Agent == "" || c.Listen.Adapter == "" || c.Listen.Governance == "" {
 		errs = append(errs, errors.New("listen.agent, listen.adapter and listen.governance are required"))
