@@ -25,9 +25,13 @@ func (s *Stack) listen(name, listener string) string {
 // identity) called name: its own key folder, metrics and plaintext health
 // listeners, and tracing when asked for.
 func (s *Stack) common(name string) map[string]any {
+	identity := name
+	if isKernel(name) {
+		identity = Kernel // every replica is the kernel
+	}
 	m := map[string]any{
-		"identity":        name,
-		"pki_dir":         pki.IdentityDir(s.PKI, name),
+		"identity":        identity,
+		"pki_dir":         pki.IdentityDir(s.PKI, identity),
 		"log_level":       s.opts.LogLevel,
 		"shutdown_grace":  "5s",
 		"reflection":      true,
@@ -45,7 +49,7 @@ func (s *Stack) common(name string) map[string]any {
 // the kernel's adapter listener, and its own.
 func (s *Stack) sidecar(name string, own map[string]any) map[string]any {
 	m := s.common(name)
-	m["listen"], m["kernel"], m["kernel_timeout"] = s.listen(name, "grpc"), s.Kernel.Adapter, "3s"
+	m["listen"], m["kernel"], m["kernel_timeout"] = s.listen(name, "grpc"), s.kernels(func(k KernelAddrs) string { return k.Adapter }), "3s"
 	for k, v := range own {
 		m[k] = v
 	}
@@ -56,26 +60,29 @@ func (s *Stack) sidecar(name string, own map[string]any) map[string]any {
 // the same keys a deployment would use.
 func (s *Stack) writeConfig(name string) error {
 	var cfg map[string]any
-	switch name {
-	case Kernel:
-		cfg = s.common(Kernel)
+	switch {
+	case isKernel(name):
+		cfg = s.common(name)
 		cfg["database"] = s.KernelDB
+		if dir := s.CheckpointDir(name); dir != s.KernelDB+".checkpoints" {
+			cfg["checkpoints"] = map[string]any{"dir": dir}
+		}
 		cfg["durability"] = s.opts.Durability
 		cfg["capability_ttl"] = s.opts.CapabilityTTL.String()
 		cfg["listen"] = map[string]string{
-			"agent": s.listen(Kernel, "agent"), "adapter": s.listen(Kernel, "adapter"), "governance": s.listen(Kernel, "governance"),
+			"agent": s.listen(name, "agent"), "adapter": s.listen(name, "adapter"), "governance": s.listen(name, "governance"),
 		}
 		cfg["peers"] = map[string][]string{"evidence": {Evidence}, "action": {Action}, "verifier": {Verifier}}
 		cfg["promotion_authorities"] = map[string][]string{
 			"SCOPE_TASK": {PolicyOwner}, "SCOPE_WORKSPACE": {PolicyOwner}, "SCOPE_ORGANISATION": {PolicyOwner},
 		}
-	case Evidence:
+	case name == Evidence:
 		own := map[string]any{"sources": s.sections.sources}
 		if s.opts.WatchInterval > 0 {
 			own["watch_interval"] = s.opts.WatchInterval.String()
 		}
 		cfg = s.sidecar(Evidence, own)
-	case Action:
+	case name == Action:
 		db := s.sections.actionDB
 		if db == "" {
 			db = filepath.Join(s.DataDir, "action.db")
@@ -85,7 +92,7 @@ func (s *Stack) writeConfig(name string) error {
 			own["state_checks"] = s.sections.stateChecks
 		}
 		cfg = s.sidecar(Action, own)
-	case Verifier:
+	case name == Verifier:
 		cfg = s.sidecar(Verifier, map[string]any{"kernel_key": Kernel, "action_key": Action, "readbacks": s.sections.readbacks})
 	}
 	return config.Write(s.ConfigPath(name), cfg)

@@ -23,13 +23,16 @@ const InfoFile = "stack.json"
 // An identity's key folder is pki/<identity>. The examples map each
 // enabled example to the values its files' placeholders were given.
 type Info struct {
-	PKI        string      `json:"pki"`
-	Kernel     KernelAddrs `json:"kernel"`
-	Evidence   string      `json:"evidence"`
-	Action     string      `json:"action"`
-	Verifier   string      `json:"verifier"`
-	Agents     []string    `json:"agents"`
-	Governance []string    `json:"governance"`
+	PKI    string      `json:"pki"`
+	Kernel KernelAddrs `json:"kernel"`
+	// KernelReplicas lists every replica's listeners, the first being
+	// Kernel, when more than one kernel shares the database.
+	KernelReplicas []KernelAddrs `json:"kernel_replicas,omitempty"`
+	Evidence       string        `json:"evidence"`
+	Action         string        `json:"action"`
+	Verifier       string        `json:"verifier"`
+	Agents         []string      `json:"agents"`
+	Governance     []string      `json:"governance"`
 	// Examples holds each example's placeholder values.
 	Examples map[string]map[string]string `json:"examples"`
 	// Processes describes every running process: the four and the

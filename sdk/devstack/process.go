@@ -197,8 +197,8 @@ func (s *Stack) Wait(ctx context.Context, name string) error {
 // Restart starts one of the four processes again, on the addresses it had,
 // killing it first if it still runs; env replaces its extra environment.
 func (s *Stack) Restart(ctx context.Context, name string, env []string) error {
-	if !slices.Contains(processes, name) {
-		return fmt.Errorf("devstack: %s cannot be restarted: only %s can", name, strings.Join(processes, ", "))
+	if !slices.Contains(s.names, name) {
+		return fmt.Errorf("devstack: %s cannot be restarted: only %s can", name, strings.Join(s.names, ", "))
 	}
 	s.Kill(name)
 	s.mu.Lock()
@@ -226,7 +226,7 @@ func (s *Stack) Stop() error {
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
-	order := slices.Clone(processes)
+	order := slices.Clone(s.names)
 	slices.Reverse(order)
 	for i := len(s.Examples) - 1; i >= 0; i-- {
 		for j := len(s.Examples[i].Servers) - 1; j >= 0; j-- {

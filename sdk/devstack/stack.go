@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // The stack's four processes, by name: each runs as the identity of the
@@ -34,6 +36,34 @@ var processes = []string{Kernel, Evidence, Action, Verifier}
 
 // binaries are the programs of the four processes, in the bin folder.
 var binaries = map[string]string{Kernel: "ambit-kernel", Evidence: "ambit-evidence", Action: "ambit-action", Verifier: "ambit-verifier"}
+
+// KernelReplica is the process name of the stack's i-th kernel replica
+// (from 1): kernel, kernel-2, kernel-3, … Every replica runs as the
+// kernel's identity.
+func KernelReplica(i int) string {
+	if i <= 1 {
+		return Kernel
+	}
+	return Kernel + "-" + strconv.Itoa(i)
+}
+
+// isKernel reports whether a process name is one of the kernel replicas.
+func isKernel(name string) bool {
+	n, ok := strings.CutPrefix(name, Kernel+"-")
+	if !ok {
+		return name == Kernel
+	}
+	i, err := strconv.Atoi(n)
+	return err == nil && i > 1
+}
+
+// binary is the program of one of the stack's processes.
+func binary(name string) string {
+	if isKernel(name) {
+		return binaries[Kernel]
+	}
+	return binaries[name]
+}
 
 // The governance identities of the stack's PKI.
 const (
@@ -89,6 +119,12 @@ type Options struct {
 	Env map[string][]string
 	// Tracing writes every process's spans to TracePath(name).
 	Tracing bool
+	// Database is the kernel's: an SQLite file (default DIR/kernel.db) or
+	// a postgres:// URL.
+	Database string
+	// KernelReplicas is how many kernels share Database (default 1; more
+	// need PostgreSQL). The sidecars and agents dial all of them.
+	KernelReplicas int
 }
 
 // Stack is a running set of the four processes and the examples' servers.
@@ -99,8 +135,11 @@ type Stack struct {
 	// restarted process binds the ones it had.
 	Info
 	// Dir is the stack's folder, DataDir its data folder (${DATA}) and
-	// KernelDB the kernel's database.
+	// KernelDB the kernel's database (a path or a URL).
 	Dir, DataDir, KernelDB string
+	// names are the processes of Ambit the stack runs, in start order:
+	// the kernel replicas, then the three sidecars.
+	names []string
 	// Examples are the enabled examples, in the order given.
 	Examples []*Example
 
@@ -158,11 +197,24 @@ func newStack(o Options) (*Stack, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = DefaultLogLevel
 	}
+	if o.Database == "" {
+		o.Database = filepath.Join(o.Dir, "kernel.db")
+	}
+	if o.KernelReplicas <= 0 {
+		o.KernelReplicas = 1
+	}
+	if o.KernelReplicas > 1 && !sqldb.IsPostgres(o.Database) {
+		return nil, errors.New("devstack: kernel replicas share one database: give a postgres:// Database")
+	}
 	s := &Stack{
-		Dir: o.Dir, DataDir: filepath.Join(o.Dir, "data"), KernelDB: filepath.Join(o.Dir, "kernel.db"),
+		Dir: o.Dir, DataDir: filepath.Join(o.Dir, "data"), KernelDB: o.Database,
 		opts: o, sections: newSections(), died: make(chan string, 16),
 		procs: map[string]*proc{}, bound: map[string]map[string]string{},
 	}
+	for i := 1; i <= o.KernelReplicas; i++ {
+		s.names = append(s.names, KernelReplica(i))
+	}
+	s.names = append(s.names, processes[1:]...)
 	s.PKI = filepath.Join(o.Dir, "pki")
 	s.Governance = []string{Governance, PolicyOwner}
 	for i := 1; i <= o.Agents; i++ {
@@ -228,7 +280,7 @@ func (s *Stack) start(ctx context.Context) error {
 			return fmt.Errorf("devstack: %w", err)
 		}
 	}
-	for _, name := range processes {
+	for _, name := range s.names {
 		if err := s.startProcess(ctx, name); err != nil {
 			return err
 		}
@@ -299,7 +351,7 @@ func (s *Stack) startProcess(ctx context.Context, name string) error {
 		return fmt.Errorf("devstack: %w", err)
 	}
 	_ = os.Remove(s.addrPath(name))
-	argv := []string{filepath.Join(s.opts.BinDir, binaries[name]), "--config", s.ConfigPath(name), "--addr-file", s.addrPath(name)}
+	argv := []string{filepath.Join(s.opts.BinDir, binary(name)), "--config", s.ConfigPath(name), "--addr-file", s.addrPath(name)}
 	s.mu.Lock()
 	env := s.opts.Env[name]
 	s.mu.Unlock()
@@ -313,14 +365,22 @@ func (s *Stack) startProcess(ctx context.Context, name string) error {
 	}
 	s.mu.Lock()
 	s.bound[name] = addrs
-	switch name {
-	case Kernel:
-		s.Kernel = KernelAddrs{Agent: addrs["agent"], Adapter: addrs["adapter"], Governance: addrs["governance"]}
-	case Evidence:
+	switch {
+	case isKernel(name):
+		k := KernelAddrs{Agent: addrs["agent"], Adapter: addrs["adapter"], Governance: addrs["governance"]}
+		if name == Kernel {
+			s.Kernel = k
+		}
+		if s.opts.KernelReplicas > 1 {
+			i := slices.Index(s.names, name)
+			s.Info.KernelReplicas = append(s.Info.KernelReplicas, make([]KernelAddrs, max(0, i+1-len(s.Info.KernelReplicas)))...)
+			s.Info.KernelReplicas[i] = k
+		}
+	case name == Evidence:
 		s.Info.Evidence = addrs["grpc"]
-	case Action:
+	case name == Action:
 		s.Info.Action = addrs["grpc"]
-	case Verifier:
+	case name == Verifier:
 		s.Info.Verifier = addrs["grpc"]
 	}
 	s.mu.Unlock()
@@ -415,8 +475,30 @@ func (s *Stack) Conn(ctx context.Context, addr, identity string) (*grpc.ClientCo
 // the three sidecars; the caller closes it.
 func (s *Stack) Agent(ctx context.Context, identity string) (*client.Agent, error) {
 	return client.Dial(ctx, pki.IdentityDir(s.PKI, identity), identity, client.Addresses{
-		Kernel: s.Kernel.Agent, Evidence: s.Info.Evidence, Action: s.Info.Action, Verifier: s.Info.Verifier,
+		Kernel: s.kernels(func(k KernelAddrs) string { return k.Agent }), Evidence: s.Info.Evidence, Action: s.Info.Action, Verifier: s.Info.Verifier,
 	})
+}
+
+// kernels is one listener of every kernel replica, as one address list.
+func (s *Stack) kernels(listener func(KernelAddrs) string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.Info.KernelReplicas) == 0 {
+		return listener(s.Kernel)
+	}
+	addrs := make([]string, len(s.Info.KernelReplicas))
+	for i, k := range s.Info.KernelReplicas {
+		addrs[i] = listener(k)
+	}
+	return strings.Join(addrs, ",")
+}
+
+// CheckpointDir is where a kernel replica writes its checkpoints.
+func (s *Stack) CheckpointDir(name string) string {
+	if name == Kernel && !sqldb.IsPostgres(s.KernelDB) {
+		return s.KernelDB + ".checkpoints" // the kernel's default
+	}
+	return filepath.Join(s.Dir, name+".checkpoints")
 }
 
 // Keys returns the public signing keys of the four processes, for
