@@ -66,6 +66,10 @@ test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clie
 chaos: ## Crash test: 1,000 refund and 250 support-desk loops under SIGKILLs at random times and at every failpoint, then the audit
 	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
 
+.PHONY: replicas
+replicas: build postgres ## Two kernel replicas on one PostgreSQL behind the sidecars, one killed under load; print the figures
+	scripts/with-postgres env AMBIT_REPLICA_FIGURES=1 go test -count=1 -run '^TestKernelReplicas$$' -v -timeout 10m ./e2e/
+
 .PHONY: attack
 attack: ## Run the attack harness against the four processes (every family, both examples, three rounds) and print its table
 	AMBIT_ATTACK=1 go test -count=1 -run '^TestAttack$$' -v -timeout 20m ./e2e/

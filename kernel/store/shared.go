@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
@@ -28,10 +29,13 @@ const writeLock = 0x616d6269_74000002
 const notifyChannel = "ambit_journal"
 
 type shared struct {
-	dsn    string
-	follow []func(context.Context, []journal.Entry) error
-	stop   context.CancelFunc
-	done   chan struct{}
+	dsn string
+	// mu guards follow and listening.
+	mu        sync.Mutex
+	follow    []func(context.Context, []journal.Entry) error
+	listening bool
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
 func openPostgres(ctx context.Context, dsn string, d Durability) (*Store, error) {
@@ -62,24 +66,37 @@ func openPostgres(ctx context.Context, dsn string, d Durability) (*Store, error)
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}
 	ro.SetMaxOpenConns(4)
-	sh := &shared{dsn: dsn, done: make(chan struct{})}
-	s := newStore(ctx, db, ro, sh)
-	lctx, stop := context.WithCancel(context.Background())
-	sh.stop = stop
-	go sh.listen(lctx, s)
-	return s, nil
+	sh := &shared{dsn: dsn, done: make(chan struct{}), stop: func() {}}
+	return newStore(ctx, db, ro, sh), nil
 }
 
 // Follow registers fn to receive, in order, the journal entries other
 // replicas commit, before any later update of this store runs and before a
 // read sees them. It runs in the goroutine that runs updates; an error
-// fails the update that caught up, and the entries come again. Register
-// before the store is used. An SQLite store has no other writers: fn never
-// runs.
+// fails the update that caught up, and the entries come again. The first
+// registration starts listening for the others' commits, so that nothing
+// is caught up before a follower can see it. An SQLite store has no other
+// writers: fn never runs.
 func (s *Store) Follow(fn func(ctx context.Context, entries []journal.Entry) error) {
-	if s.pg != nil {
-		s.pg.follow = append(s.pg.follow, fn)
+	if s.pg == nil {
+		return
 	}
+	sh := s.pg
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.follow = append(sh.follow, fn)
+	if !sh.listening {
+		sh.listening = true
+		ctx, stop := context.WithCancel(context.Background())
+		sh.stop = stop
+		go sh.listen(ctx, s)
+	}
+}
+
+func (sh *shared) followers() []func(context.Context, []journal.Entry) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.follow
 }
 
 // Shared reports whether other kernel replicas may write this store.
@@ -113,7 +130,7 @@ func (sh *shared) lockAndCatchUp(tx *sql.Tx, s *Store) error {
 		return err
 	}
 	if s.frontierErr == nil {
-		for _, fn := range sh.follow {
+		for _, fn := range sh.followers() {
 			if err := fn(ctx, entries); err != nil {
 				return fmt.Errorf("follow the journal: %w", err)
 			}
@@ -190,7 +207,12 @@ func (sh *shared) listenOnce(ctx context.Context, s *Store) error {
 }
 
 func (sh *shared) close() error {
+	sh.mu.Lock()
+	listening := sh.listening
+	sh.mu.Unlock()
 	sh.stop()
-	<-sh.done
+	if listening {
+		<-sh.done
+	}
 	return nil
 }
