@@ -83,7 +83,7 @@ type world struct {
 	verifier *envelope.Signer
 	stranger *envelope.Signer // a key the kernel does not know
 	// serves binds the adapters' identities to agents (none: shared).
-	serves authority.Serves
+	serves   authority.Serves
 	ids      atomic.Int64
 	receipts atomic.Int64
 }
