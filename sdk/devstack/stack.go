@@ -113,7 +113,7 @@ type Stack struct {
 	sections *sections
 	// members are the stack's own processes, in start order.
 	members []member
-	died     chan string
+	died    chan string
 
 	mu    sync.Mutex
 	procs map[string]*proc
