@@ -279,4 +279,3 @@ func resultText(res *mcp.CallToolResult) string {
 	}
 	return b.String()
 }
-
