@@ -21,6 +21,9 @@ type Peers struct {
 	Evidence []string
 	Action   []string
 	Verifier []string
+	// Serves binds per-agent sidecars to their agent; a peer it does not
+	// name serves every agent.
+	Serves Serves
 }
 
 // Options configure a Kernel.
@@ -49,6 +52,7 @@ type Kernel struct {
 	ev      envelope.Keyring
 	act     envelope.Keyring
 	ver     envelope.Keyring
+	serves  Serves
 	auth    canon.Authorities
 	ttl     time.Duration
 	now     func() time.Time
@@ -99,6 +103,10 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	if k.ver, err = pick(o.Peers.Verifier); err != nil {
 		return nil, err
 	}
+	if err := o.Peers.Check(); err != nil {
+		return nil, fmt.Errorf("authority: peers: %w", err)
+	}
+	k.serves = o.Peers.Serves
 	if k.ttl <= 0 {
 		k.ttl = 5 * time.Minute
 	}

@@ -48,7 +48,7 @@ func TestReplicasOnOneDatabase(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := k.Redeem(w.ctx, proto.CloneOf(allow.GetCapability()), c.GetIdempotencyKey(), agentName)
+			r, err := k.Redeem(w.ctx, actionID, proto.CloneOf(allow.GetCapability()), c.GetIdempotencyKey(), agentName)
 			if err != nil {
 				t.Errorf("Redeem %d: %v", i, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	"github.com/ambitkernel/ambit/kernel/store"
@@ -90,6 +91,17 @@ type Peers struct {
 	Evidence []string `json:"evidence"`
 	Action   []string `json:"action"`
 	Verifier []string `json:"verifier"`
+	// Serves binds per-agent sidecars to their agent: a sidecar's
+	// identity (one of the names above) → the one agent it serves. Such a
+	// sidecar is refused (PermissionDenied) a read, redemption, effect or
+	// readback for a task or capability of any other agent. A peer not
+	// named here is shared and serves every agent.
+	Serves map[string]string `json:"serves"`
+}
+
+// authority is the peers as the kernel's core takes them.
+func (p Peers) authority() authority.Peers {
+	return authority.Peers{Evidence: p.Evidence, Action: p.Action, Verifier: p.Verifier, Serves: p.Serves}
 }
 
 // ApplyDefaults fills unset keys with their defaults.
@@ -117,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Durability != store.DurabilityFull && c.Durability != store.DurabilityNormal {
 		errs = append(errs, fmt.Errorf("durability must be full or normal, got %q", c.Durability))
+	}
+	if err := c.Peers.authority().Check(); err != nil {
+		errs = append(errs, fmt.Errorf("peers.serves: %w", err))
 	}
 	if _, err := c.authorities(); err != nil {
 		errs = append(errs, err)

@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		Store:         st,
 		Signer:        p.Signer,
 		Keys:          keys,
-		Peers:         authority.Peers(cfg.Peers),
+		Peers:         cfg.Peers.authority(),
 		Authorities:   auth,
 		CapabilityTTL: cfg.CapabilityTTL.D(DefaultCapabilityTTL),
 		Log:           p.Log,
