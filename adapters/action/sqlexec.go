@@ -34,7 +34,7 @@ func NewDatabases() *Databases { return &Databases{byFile: map[string]*sql.DB{}}
 func (d *Databases) Open(dsn string) (*sql.DB, error) {
 	file, err := filepath.Abs(strings.TrimPrefix(dsn, "sqlite:"))
 	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", dsn, err)
+		return nil, fmt.Errorf("database %s: %w", sqldb.Redact(dsn), err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -123,7 +123,7 @@ func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExec
 	have := map[string]column{}
 	rows, err := db.QueryContext(ctx, `SELECT name, "notnull", dflt_value IS NOT NULL, pk, upper(type) FROM pragma_table_info(?)`, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	var pkColumns []string
 	for rows.Next() {
@@ -133,7 +133,7 @@ func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExec
 		)
 		if err := rows.Scan(&name, &c.notNull, &c.hasDefault, &c.pk, &c.typ); err != nil {
 			_ = rows.Close()
-			return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+			return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 		}
 		have[name] = c
 		if c.pk > 0 {
@@ -142,10 +142,10 @@ func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExec
 	}
 	_ = rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
 	if _, ok := have[cfg.KeyColumn]; !ok {
@@ -169,7 +169,7 @@ func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExec
 	}
 	unique, err := uniqueAlone(ctx, db, cfg.Table, cfg.KeyColumn)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if !unique && !(len(pkColumns) == 1 && pkColumns[0] == cfg.KeyColumn) {
 		return fmt.Errorf("%s.key_column: column %q of table %q is not UNIQUE on its own: the table could hold two effects for one key", path, cfg.KeyColumn, cfg.Table)

@@ -87,10 +87,10 @@ func OpenSQL(ctx context.Context, path string, cfg SQLSource) (*SQLConnector, er
 func checkTable(ctx context.Context, d dialect, db *sql.DB, path string, cfg SQLSource) error {
 	have, err := d.tableColumns(ctx, db, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
 	if !sqldb.HasColumn(have, cfg.Key) {
