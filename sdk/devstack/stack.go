@@ -274,7 +274,8 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	var ids []pki.Identity
 	for _, m := range s.members {
-		if m.kind != MCP {
+		// A gateway acts as its agent; kernel replicas share one identity.
+		if m.kind != MCP && (m.kind != Kernel || m.name == Kernel) {
 			ids = append(ids, pki.Identity{Name: m.identity, Role: roles[m.kind]})
 		}
 	}
