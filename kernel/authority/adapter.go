@@ -46,7 +46,7 @@ func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (*ReadGrant, error) 
 		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "agent, task_id, purpose, source, record_key and fields are required")
 	}
 	var out *ReadGrant
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		b, err := k.taskContract(tx, r.TaskID)
 		if err != nil {
 			return err
@@ -157,7 +157,7 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 	}
 	var out Recorded
 	var stale error
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, r.GetTaskId())
 		if err != nil {
@@ -231,7 +231,7 @@ func sameSet(a, b []string) bool {
 
 // noteVersion records a record's observed state version and, when it
 // differs from the last one seen, revokes what depended on the old one.
-func (k *Kernel) noteVersion(tx *store.Tx, source, key, version string, now time.Time) (Recorded, error) {
+func (k *Kernel) noteVersion(tx store.Tx, source, key, version string, now time.Time) (Recorded, error) {
 	var out Recorded
 	prev, seen, err := tx.RecordVersion(source, key)
 	if err != nil {
@@ -264,7 +264,7 @@ func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version str
 		return Recorded{}, refuse(ErrInvalid, "INVALID_REQUEST", "source and record_key are required")
 	}
 	var out Recorded
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		if !observedAt.IsZero() {
 			newer, err := tx.NewerRead(source, key, observedAt)
 			if err != nil || newer {
@@ -293,7 +293,7 @@ const watchWindow = 24 * time.Hour
 // approvals — with the version the kernel last saw of each.
 func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord, error) {
 	var out []*kernelv1.WatchedRecord
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow))
 		if err != nil {
 			return err
@@ -313,7 +313,7 @@ func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord,
 
 // revoke revokes outstanding capabilities and cancels open approvals on a
 // record or of a task, journaling each.
-func (k *Kernel) revoke(tx *store.Tx, record, taskID, note string, now time.Time) ([]string, error) {
+func (k *Kernel) revoke(tx store.Tx, record, taskID, note string, now time.Time) ([]string, error) {
 	caps, err := tx.Outstanding(record, taskID)
 	if err != nil {
 		return nil, err
@@ -379,7 +379,7 @@ func (k *Kernel) Redeem(ctx context.Context, sidecar string, env *receiptv1.Enve
 		return Redeemed{}, err
 	}
 	var out Redeemed
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, c.GetCapabilityId())
 		if err != nil {
@@ -437,7 +437,7 @@ func closedNote(row store.Capability, status capability.Status) string {
 }
 
 // issued returns a capability this kernel issued.
-func issued(tx *store.Tx, id string) (store.Capability, error) {
+func issued(tx store.Tx, id string) (store.Capability, error) {
 	row, err := tx.Capability(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", id)
@@ -461,7 +461,7 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	}
 	var out *agentv1.Commitment
 	var index uint64
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {
@@ -528,7 +528,7 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 	}
 	var out *agentv1.Commitment
 	var index uint64
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {

@@ -164,7 +164,7 @@ func (sh *shared) catchUpIfBehind(ctx context.Context, s *Store) error {
 
 // catchUp runs an empty update: taking the lock catches up.
 func (s *Store) catchUp(ctx context.Context) error {
-	return s.Update(ctx, func(*Tx) error { return nil })
+	return s.Update(ctx, func(Tx) error { return nil })
 }
 
 // listen catches up whenever another replica's commit is announced, and

@@ -43,7 +43,7 @@ func TestReplicasShareOneJournal(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := s.Update(ctx, func(tx *store.Tx) error {
+				if err := s.Update(ctx, func(tx store.Tx) error {
 					_, err := tx.Append(t0, "test", fmt.Sprintf("%s-%02d", name, i), nil)
 					return err
 				}); err != nil {
@@ -67,7 +67,7 @@ func TestReplicasShareOneJournal(t *testing.T) {
 	}
 	// Both catch up with the head (the other's announcement, or a read).
 	for _, s := range []*store.Store{a, b} {
-		if err := s.View(ctx, func(*store.Tx) error { return nil }); err != nil {
+		if err := s.View(ctx, func(store.Tx) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if s.JournalSize() != 2*each {
@@ -89,7 +89,7 @@ func TestReplicasShareOneJournal(t *testing.T) {
 	mu.Unlock()
 
 	// One capability, redeemed through both at once: one wins.
-	update(t, a, func(tx *store.Tx) error {
+	update(t, a, func(tx store.Tx) error {
 		return tx.InsertCapability(capability("cap-1", "task-1", "claims/1", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, t0))
 	})
 	var won sync.Map
@@ -97,7 +97,7 @@ func TestReplicasShareOneJournal(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = s.Update(ctx, func(tx *store.Tx) error {
+			_ = s.Update(ctx, func(tx store.Tx) error {
 				c, err := tx.Capability("cap-1")
 				if err != nil || c.Status != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED {
 					return err
@@ -132,7 +132,7 @@ func TestReplicaSeesCommitsAtOnce(t *testing.T) {
 		}
 		return nil
 	})
-	update(t, a, func(tx *store.Tx) error {
+	update(t, a, func(tx store.Tx) error {
 		_, err := tx.Append(t0, "test", "from-a", nil)
 		return err
 	})
