@@ -53,13 +53,13 @@ func openStateCheck(ctx context.Context, path string, c *compiledCheck) (*StateC
 		_ = db.Close()
 		return nil, err
 	}
-	sel := make([]string, len(cfg.Columns))
-	for i, col := range cfg.Columns {
-		// The no-op unary + hands back the stored value, as the evidence
-		// adapter reads it, whatever the column's declared type.
-		// Qualified, a column dropped or renamed since is an error, not
-		// its own name read as a string.
-		sel[i] = "+" + sqldb.Column(cfg.Table, col)
+	// The stored values, as the evidence adapter reads them, whatever the
+	// columns' declared types. Qualified, a column dropped or renamed
+	// since is an error, not its own name read as a string.
+	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", p, sqldb.Redact(cfg.Database), err)
 	}
 	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
 	return &StateCheck{
@@ -75,10 +75,10 @@ func openStateCheck(ctx context.Context, path string, c *compiledCheck) (*StateC
 func checkSourceTable(ctx context.Context, db *sql.DB, path string, cfg *SQLStateCheck) error {
 	have, err := sqldb.TableColumns(ctx, db, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
 	if !sqldb.HasColumn(have, cfg.Key) {
