@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ambitkernel/ambit/adapters/action"
+	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
@@ -133,21 +134,8 @@ func TestStateCheck(t *testing.T) {
 					edits = append(edits, tt.edit)
 				}
 				resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs), edits...), "idem-1"))
-				rows := len(transfers(t, tg.targetDB()))
-				redeemed, _ := k.counts()
-				if tt.want == nil {
-					if err != nil || resp == nil || rows != 1 || redeemed != 1 {
-						t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
-					}
-					return
-				}
-				if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
-					t.Errorf("refusal (-want +got):\n%s", diff)
-				}
-				if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
-					t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
-				}
-				if tt.logged != "" {
+				checkOutcome(t, f, k, tg, resp, err, tt.want)
+				if tt.want != nil && tt.logged != "" {
 					refused := f.logs.FilterMessage("effect refused").All()
 					if len(refused) != 1 || !strings.Contains(fmt.Sprint(refused[0].ContextMap()["error"]), tt.logged) {
 						t.Errorf("refusal log lines %v, want one with %q", refused, tt.logged)
@@ -155,6 +143,27 @@ func TestStateCheck(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkOutcome checks a transfer's execution: with want nil, one row
+// written and one redemption; otherwise the refusal want, before anything
+// was redeemed, written or started.
+func checkOutcome(t *testing.T, f *fixture, k *kernel, tg targets, resp *actionv1.ExecuteResponse, err error, want *refusal) {
+	t.Helper()
+	rows := len(transfers(t, tg.targetDB()))
+	redeemed, _ := k.counts()
+	if want == nil {
+		if err != nil || resp == nil || rows != 1 || redeemed != 1 {
+			t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
+		}
+		return
+	}
+	if diff := cmp.Diff(*want, refusalOf(err)); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
+	}
+	if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
+		t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
 	}
 }
 
@@ -275,20 +284,7 @@ func TestMCPStateCheck(t *testing.T) {
 				}
 			}
 			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1"))
-			rows := len(transfers(t, tg.targetDB()))
-			redeemed, _ := k.counts()
-			if tt.want == nil {
-				if err != nil || resp == nil || rows != 1 || redeemed != 1 {
-					t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
-				}
-				return
-			}
-			if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
-				t.Errorf("refusal (-want +got):\n%s", diff)
-			}
-			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
-				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
-			}
+			checkOutcome(t, f, k, tg, resp, err, tt.want)
 		})
 	}
 }
