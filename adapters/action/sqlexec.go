@@ -442,8 +442,9 @@ func plainSQL(v any) any {
 	return v
 }
 
-// sameSQLValue compares a mapped value with the stored one as SQLite
-// stores it: a bool as 0 or 1, numbers by value.
+// sameSQLValue compares a mapped value with the stored one: a bool as 0
+// or 1 (as SQLite stores it; PostgreSQL's boolean reads back as a bool),
+// numbers by value.
 func sameSQLValue(want, got any) bool {
 	norm := func(v any) any {
 		switch t := v.(type) {
