@@ -53,13 +53,13 @@ func openStateCheck(ctx context.Context, path string, c *compiledCheck) (*StateC
 		_ = db.Close()
 		return nil, err
 	}
-	sel := make([]string, len(cfg.Columns))
-	for i, col := range cfg.Columns {
-		// The no-op unary + hands back the stored value, as the evidence
-		// adapter reads it, whatever the column's declared type.
-		// Qualified, a column dropped or renamed since is an error, not
-		// its own name read as a string.
-		sel[i] = "+" + sqldb.Column(cfg.Table, col)
+	// The stored values, as the evidence adapter reads them, whatever the
+	// columns' declared types. Qualified, a column dropped or renamed
+	// since is an error, not its own name read as a string.
+	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", p, sqldb.Redact(cfg.Database), err)
 	}
 	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
 	return &StateCheck{

@@ -207,7 +207,7 @@ func TestOpenSourcesRefusals(t *testing.T) {
 			[]string{"sources.cases_db.sql.database:", "cannot be read"}},
 		{"unsupported database", sqlWith(func(s *evidence.SQLSource) { s.Database = "mysql://u:secret@h/db" }),
 			[]string{"sources.cases_db.sql.database: unsupported database"}},
-		{"unreachable postgres", sqlWith(func(s *evidence.SQLSource) { s.Database = "postgres://u:secret@" + servicetest.DeadAddr(t) + "/db" }),
+		{"unreachable server", sqlWith(func(s *evidence.SQLSource) { s.Database = "postgres://u:secret@" + servicetest.DeadAddr(t) + "/db" }),
 			[]string{"sources.cases_db.sql.database: postgres://u:xxxxx@", "cannot be read"}},
 		{"mcp server down", map[string]evidence.SourceConfig{"tickets": ticketSource("http://" + servicetest.DeadAddr(t) + "/mcp")},
 			[]string{"sources.tickets.mcp.server: connect to mcp server"}},

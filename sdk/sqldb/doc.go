@@ -11,6 +11,9 @@
 // unknown quoted name alone as a string, never as an error); names always
 // come from configuration checked at load, never from a request.
 // [TableColumns] and [HasColumn] check a declaration against the table
-// when a connector opens it. [Text] is the text form of a value read, as
-// state versions carry it.
+// when a connector opens it, and [Selects] selects its columns so that
+// every value arrives as stored, on either database. [Text] is the text
+// form of a value read, as state versions carry it. [IsUniqueViolation]
+// and [IsRefused] tell a row the database refused from a write that
+// failed, on either database.
 package sqldb

@@ -165,3 +165,60 @@ func Redact(dsn string) string {
 	}
 	return u.String()
 }
+
+// Selects returns, for each of columns of table, the expression that
+// selects it so that its value arrives as stored, whatever the column's
+// declared type, and qualified by its table ([Column]). SQLite's driver
+// turns text in DATE, DATETIME and TIMESTAMP columns into time values by
+// the declared type: the no-op unary + drops the declared type. PostgreSQL
+// hands back booleans, integers, floats, text and byte strings as they
+// are; a column of any other type (a timestamp, a numeric, a uuid, a
+// json) is selected as its text, as PostgreSQL writes it, so that every
+// value read is a plain scalar.
+func Selects(ctx context.Context, db *sql.DB, table string, columns []string) ([]string, error) {
+	out := make([]string, len(columns))
+	if !IsPostgresDB(db) {
+		for i, c := range columns {
+			out[i] = "+" + Column(table, c)
+		}
+		return out, nil
+	}
+	types, err := postgresTypes(ctx, db, table)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range columns {
+		out[i] = Column(table, c)
+		if typ, ok := types[c]; ok && !postgresScalar[typ] {
+			out[i] = "CAST(" + out[i] + " AS TEXT)"
+		}
+	}
+	return out, nil
+}
+
+// postgresScalar are the PostgreSQL types (information_schema's
+// data_type) that pgx reads as a plain Go value.
+var postgresScalar = map[string]bool{
+	"boolean": true, "smallint": true, "integer": true, "bigint": true,
+	"real": true, "double precision": true,
+	"text": true, "character varying": true, "character": true, "bytea": true,
+}
+
+// postgresTypes maps each column of table to its data_type.
+func postgresTypes(ctx context.Context, db *sql.DB, table string) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = ?`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, err
+		}
+		out[name] = typ
+	}
+	return out, rows.Err()
+}
