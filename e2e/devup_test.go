@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -63,14 +65,29 @@ func TestDevUp(t *testing.T) {
 // one kernel and, per agent, its own evidence adapter, action adapter,
 // verifier and ambit-mcp, each started from a configuration file in the
 // folder, each with its own identity, all stopped on SIGTERM.
+//
+// Beside a PostgreSQL server (make test), the kernel tier is two replicas
+// sharing it: the topology of a deployment beyond one machine.
 func TestDevUpPerAgent(t *testing.T) {
-	d := devUp(t, "--agents", "3", "--sidecars", "per-agent", "--example", filepath.Join(examplesDir, demo.ExpenseRefund))
+	args := []string{"--agents", "3", "--sidecars", "per-agent", "--example", filepath.Join(examplesDir, demo.ExpenseRefund)}
+	replicas := os.Getenv(pgtest.Env) != ""
+	if replicas {
+		args = append(args, "--database", pgtest.Database(t), "--kernel-replicas", "2")
+	}
+	d := devUp(t, args...)
 	info := d.info
 	if !slices.Equal(info.Agents, []string{"agent", "agent-2", "agent-3"}) || len(info.Sidecars) != 3 {
 		t.Fatalf("stack.json: %+v", info)
 	}
 	names := []string{devstack.Kernel}
 	listeners := []listener{{info.Kernel.Agent, pki.RoleKernel}, {info.Kernel.Adapter, pki.RoleKernel}}
+	if replicas {
+		if len(info.KernelReplicas) != 2 || info.KernelReplicas[0] != info.Kernel {
+			t.Fatalf("stack.json's kernel replicas: %+v", info.KernelReplicas)
+		}
+		names = append(names, devstack.KernelReplica(2))
+		listeners = append(listeners, listener{info.KernelReplicas[1].Agent, pki.RoleKernel}, listener{info.KernelReplicas[1].Adapter, pki.RoleKernel})
+	}
 	for _, a := range info.Agents {
 		own := info.Sidecars[a]
 		if own.Task != devstack.TaskName(a) || !strings.HasPrefix(own.MCP, "http://127.0.0.1:") {

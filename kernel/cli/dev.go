@@ -65,14 +65,19 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 	agents := fs.Int("agents", 1, "how many agent identities to create: agent, agent-2, …")
 	sidecars := fs.String("sidecars", string(devstack.SharedSidecars), "`topology` of the sidecars: shared (one evidence adapter, action adapter and verifier for every agent) or per-agent (each agent its own, and its own ambit-mcp, each with its own identity)")
 	purpose := fs.String("purpose", "", "with --sidecars per-agent, the `purpose` the agents' gateways serve (default: the first example's contract's)")
+	database := fs.String("database", "", "the kernel's database: an SQLite file (default DIR/kernel.db) or a postgres:// `URL`")
+	replicas := fs.Int("kernel-replicas", 1, "how many kernel processes share the database (more than one needs --database postgres://…)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: dev up DIR [--bin DIR] [--example PATH]... [--agents N] [--sidecars shared|per-agent [--purpose P]]", ErrUsage)
+		return fmt.Errorf("%w: dev up DIR [--bin DIR] [--example PATH]... [--agents N] [--sidecars shared|per-agent [--purpose P]] [--database URL [--kernel-replicas N]]", ErrUsage)
 	}
 	if *agents < 1 {
 		return fmt.Errorf("%w: --agents must be at least 1", ErrUsage)
+	}
+	if *replicas < 1 {
+		return fmt.Errorf("%w: --kernel-replicas must be at least 1", ErrUsage)
 	}
 	topology := devstack.Topology(*sidecars)
 	if topology != devstack.SharedSidecars && topology != devstack.PerAgentSidecars {
@@ -98,11 +103,14 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "starting the stack in %s (binaries from %s; examples: %s)\n", fs.Arg(0), *bin, strings.Join(examples, ", "))
 	s, err := devstack.Start(ctx, devstack.Options{Dir: fs.Arg(0), BinDir: *bin, Examples: examples, Agents: *agents,
-		Sidecars: topology, Purpose: *purpose})
+		Sidecars: topology, Purpose: *purpose, Database: *database, KernelReplicas: *replicas})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "kernel: agent %s, adapter %s, governance %s\n", s.Kernel.Agent, s.Kernel.Adapter, s.Kernel.Governance)
+	for i, k := range s.KernelReplicas[min(1, len(s.KernelReplicas)):] {
+		fmt.Fprintf(env.Stdout, "kernel replica %d: agent %s, adapter %s, governance %s\n", i+2, k.Agent, k.Adapter, k.Governance)
+	}
 	if topology == devstack.PerAgentSidecars {
 		for _, a := range s.Agents {
 			own := s.Sidecars[a]

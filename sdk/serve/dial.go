@@ -64,6 +64,17 @@ func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, opts ...grpc.Dia
 	return conn, nil
 }
 
+// CheckAddrs checks an address [Dial] takes: host:port, or several,
+// comma-separated (kernel replicas).
+func CheckAddrs(addr string) error {
+	for _, a := range strings.Split(addr, ",") {
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(a)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // replicas resolves to a fixed list of addresses, each checked against its
 // own host name (a certificate is valid for the host it serves on).
 func replicas(addrs []string) (*manual.Resolver, error) {
