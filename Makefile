@@ -34,6 +34,7 @@ PYTHON_MODULES := grpc, google.protobuf, cryptography, yaml, pytest
 DEBIAN_PACKAGES := protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-grpc-tools \
 	python3-protobuf python3-cryptography python3-yaml python3-pytest
 PROTOC_VERSION := 3.21.12
+POSTGRES_BIN := /usr/lib/postgresql/15/bin
 TS_CLIENT := clients/typescript
 TS_DEPS := $(TS_CLIENT)/node_modules/.installed
 GENERATED := proto/gen clients/python/ambit_client/gen $(TS_CLIENT)/src/gen
@@ -50,8 +51,13 @@ demo: build ## Run the expense-refund and support-desk stories end to end on loo
 test: test-go test-clients ## Run every test: Go, then the Python and TypeScript clients
 
 .PHONY: test-go
-test-go: ## Run every module's tests with the race detector
-	RAPID_CHECKS=1000 go test -race -count=1 -timeout 15m $(PACKAGES)
+test-go: postgres ## Run every module's tests with the race detector, beside a throwaway PostgreSQL; the kernel's store and core once more on PostgreSQL
+	scripts/with-postgres env RAPID_CHECKS=1000 go test -race -count=1 -timeout 15m $(PACKAGES)
+	scripts/with-postgres env AMBIT_TEST_STORE=postgres go test -race -count=1 -timeout 15m $(CURDIR)/kernel/store/... $(CURDIR)/kernel/authority/...
+
+.PHONY: postgres
+postgres: ## Install Debian's PostgreSQL 15 when missing (the tests start their own throwaway server)
+	@test -x $(POSTGRES_BIN)/initdb || $(MAKE) --no-print-directory debian-packages DEBIAN_PACKAGES=postgresql-15
 
 .PHONY: test-clients
 test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clients' tests against a live stack
@@ -61,6 +67,10 @@ test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clie
 .PHONY: chaos
 chaos: ## Crash test: 1,000 refund and 250 support-desk loops under SIGKILLs at random times and at every failpoint, then the audit
 	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
+
+.PHONY: replicas
+replicas: build postgres ## Two kernel replicas on one PostgreSQL behind the sidecars, one killed under load; print the figures
+	scripts/with-postgres env AMBIT_REPLICA_FIGURES=1 go test -count=1 -run '^TestKernelReplicas$$' -v -timeout 10m ./e2e/
 
 .PHONY: attack
 attack: ## Run the attack harness against the four processes (every family, both examples, three rounds) and print its table

@@ -58,6 +58,24 @@ func Processes() []Process {
 	}
 }
 
+// PerAgentDir holds the per-agent topology's examples: the one kernel
+// shared by every agent, and one agent's own sidecars.
+const PerAgentDir = "per-agent"
+
+// PerAgent names the per-agent topology's example of each binary, in
+// PerAgentDir: the kernel's, and agent-2's own evidence adapter, action
+// adapter, verifier and ambit-mcp. Each shows every key, as the examples
+// of Processes do.
+func PerAgent() map[string]string {
+	return map[string]string{
+		"ambit-kernel":   "kernel.yaml",
+		"ambit-evidence": "evidence-agent-2.yaml",
+		"ambit-action":   "action-agent-2.yaml",
+		"ambit-verifier": "verifier-agent-2.yaml",
+		"ambit-mcp":      "mcp-agent-2.yaml",
+	}
+}
+
 // meanings documents keys whose Go field carries no comment of its own,
 // by package path, type and field; a key without either is an error.
 var meanings = map[string]string{

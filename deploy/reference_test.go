@@ -84,37 +84,49 @@ func TestReferenceKeys(t *testing.T) {
 	}
 }
 
-// TestExamples: each example loads as its binary loads it (strictly, with
-// its defaults and checks), and names every key the reference lists, at
-// least in a comment.
+// TestExamples: each example — the shared topology's and the per-agent
+// topology's — loads as its binary loads it (strictly, with its defaults
+// and checks), and names every key the reference lists, at least in a
+// comment.
 func TestExamples(t *testing.T) {
 	sections, err := deploy.Sections("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	perAgent := deploy.PerAgent()
 	for _, s := range sections {
 		p := s.Process
-		if p.Example == "" {
-			continue
+		var files []string
+		if p.Example != "" {
+			files = append(files, p.Example)
 		}
-		t.Run(p.Name, func(t *testing.T) {
-			if err := p.Load(p.Example); err != nil {
-				t.Fatalf("%s does not load: %v", p.Example, err)
-			}
-			data, err := os.ReadFile(p.Example)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range s.Keys {
-				parts := strings.Split(strings.ReplaceAll(k.Path, "[]", ""), ".")
-				leaf := parts[len(parts)-1]
-				// A key, commented out or not, in block or flow style.
-				re := regexp.MustCompile(`(?m)(^\s*(#\s*)?(- )?|[{,]\s*)` + regexp.QuoteMeta(leaf) + `:`)
-				if !re.Match(data) {
-					t.Errorf("%s does not show the key %s", p.Example, k.Path)
+		if f, ok := perAgent[p.Name]; ok {
+			files = append(files, filepath.Join(deploy.PerAgentDir, f))
+			delete(perAgent, p.Name)
+		}
+		for _, file := range files {
+			t.Run(p.Name+"/"+file, func(t *testing.T) {
+				if err := p.Load(file); err != nil {
+					t.Fatalf("%s does not load: %v", file, err)
 				}
-			}
-		})
+				data, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range s.Keys {
+					parts := strings.Split(strings.ReplaceAll(k.Path, "[]", ""), ".")
+					leaf := parts[len(parts)-1]
+					// A key, commented out or not, in block or flow style.
+					re := regexp.MustCompile(`(?m)(^\s*(#\s*)?(- )?|[{,]\s*)` + regexp.QuoteMeta(leaf) + `:`)
+					if !re.Match(data) {
+						t.Errorf("%s does not show the key %s", file, k.Path)
+					}
+				}
+			})
+		}
+	}
+	if len(perAgent) > 0 {
+		t.Errorf("per-agent examples of binaries the reference does not list: %v", perAgent)
 	}
 }
 

@@ -40,7 +40,7 @@ func run(m *testing.M) int {
 	}
 	cmd := exec.Command("go", "build", "-o", dir+"/",
 		"./kernel/cmd/ambit-kernel", "./kernel/cmd/ambitctl",
-		"./adapters/cmd/ambit-evidence", "./adapters/cmd/ambit-action",
+		"./adapters/cmd/ambit-evidence", "./adapters/cmd/ambit-action", "./adapters/cmd/ambit-mcp",
 		"./verifier/cmd/ambit-verifier",
 		"./examples/expense-refund/cmd/refund-data", "./examples/supportdesk/cmd/supportdesk-mcp")
 	cmd.Dir = root

@@ -72,68 +72,70 @@ func TestExecuteFirstThenRetry(t *testing.T) {
 		{tool: "issue_credit", recordRef: "cr-1", check: oneCall("issue_credit")},
 		{tool: "send_message", recordRef: "m-1", check: oneCall("send_message")},
 	} {
-		t.Run(tc.tool, func(t *testing.T) {
-			tg, hook, m := newTargets(t)
-			k := &kernel{}
-			f := newFixture(t, k, tg, options{})
-			req := request(f.keys.capability(t, "idem-1", toolCall(tc.tool, transferArgs)), "idem-1")
-			first, err := f.h.Execute(agentCtx(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := &receiptv1.EffectReceipt{
-				ReceiptId: "eff-0001", CapabilityId: "cap-idem-1", TaskId: "task-1", IdempotencyKey: "idem-1",
-				Call: toolCall(tc.tool, transferArgs), Destination: "own_account", RecordRef: tc.recordRef,
-				ExecutedAt: timestamppb.New(now), Issuer: "action",
-			}
-			if diff := cmp.Diff(want, first.GetReceipt(), protocmp.Transform()); diff != "" {
-				t.Errorf("receipt (-want +got):\n%s", diff)
-			}
-			if first.GetRepeated() {
-				t.Error("first execution says repeated")
-			}
-			var opened receiptv1.EffectReceipt
-			if err := (envelope.Keyring{"action": f.keys.actionPub}).Open(first.GetSignedReceipt(), "action", &opened); err != nil {
-				t.Fatalf("signed receipt does not verify: %v", err)
-			}
-			if diff := cmp.Diff(want, &opened, protocmp.Transform()); diff != "" {
-				t.Errorf("signed payload (-want +got):\n%s", diff)
-			}
-			if e, _ := f.entry(t, "idem-1"); e.State != action.Done || !e.Recorded || !proto.Equal(e.Receipt, first.GetSignedReceipt()) {
-				t.Errorf("key row = %+v, want Done and recorded with the receipt", e)
-			}
-
-			// A retry, even after expiry, returns the first receipt and
-			// repeats nothing.
-			f.clock.set(expires.Add(time.Hour))
-			again, err := f.h.Execute(agentCtx(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !again.GetRepeated() || !proto.Equal(again.GetSignedReceipt(), first.GetSignedReceipt()) || !proto.Equal(again.GetReceipt(), first.GetReceipt()) {
-				t.Error("retry did not return the first receipt as repeated")
-			}
-			tc.check(t, tg, hook, m)
-			redeemed, recorded := k.counts()
-			if redeemed != 2 || recorded != 2 {
-				t.Errorf("kernel saw %d redemptions and %d records, want 2 and 2 (retries are redeemed and recorded again)", redeemed, recorded)
-			}
-			for _, r := range k.redeems {
-				if r.GetHolder() != "agent" || r.GetIdempotencyKey() != "idem-1" || !proto.Equal(r.GetCapability(), req.GetCapability()) {
-					t.Errorf("redemption %v, want the capability, its key and the holder", r)
+		for _, db := range databases {
+			t.Run(db.name+"/"+tc.tool, func(t *testing.T) {
+				tg, hook, m := db.targets(t)
+				k := &kernel{}
+				f := newFixture(t, k, tg, options{})
+				req := request(f.keys.capability(t, "idem-1", toolCall(tc.tool, transferArgs)), "idem-1")
+				first, err := f.h.Execute(agentCtx(), req)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			effects := f.logs.FilterMessage("effect").All()
-			if len(effects) != 2 {
-				t.Fatalf("%d effect log lines, want 2", len(effects))
-			}
-			wantLog := map[string]any{"caller": "agent", "idempotency_key": "idem-1", "capability_id": "cap-idem-1", "task_id": "task-1",
-				"tool": tc.tool, "executor": executorKind(tc.tool), "receipt_id": "eff-0001", "record_ref": tc.recordRef,
-				"repeated": true, "first_redemption": false}
-			if diff := cmp.Diff(wantLog, effects[1].ContextMap()); diff != "" {
-				t.Errorf("retry log line (-want +got):\n%s", diff)
-			}
-		})
+				want := &receiptv1.EffectReceipt{
+					ReceiptId: "eff-0001", CapabilityId: "cap-idem-1", TaskId: "task-1", IdempotencyKey: "idem-1",
+					Call: toolCall(tc.tool, transferArgs), Destination: "own_account", RecordRef: tc.recordRef,
+					ExecutedAt: timestamppb.New(now), Issuer: "action",
+				}
+				if diff := cmp.Diff(want, first.GetReceipt(), protocmp.Transform()); diff != "" {
+					t.Errorf("receipt (-want +got):\n%s", diff)
+				}
+				if first.GetRepeated() {
+					t.Error("first execution says repeated")
+				}
+				var opened receiptv1.EffectReceipt
+				if err := (envelope.Keyring{"action": f.keys.actionPub}).Open(first.GetSignedReceipt(), "action", &opened); err != nil {
+					t.Fatalf("signed receipt does not verify: %v", err)
+				}
+				if diff := cmp.Diff(want, &opened, protocmp.Transform()); diff != "" {
+					t.Errorf("signed payload (-want +got):\n%s", diff)
+				}
+				if e, _ := f.entry(t, "idem-1"); e.State != action.Done || !e.Recorded || !proto.Equal(e.Receipt, first.GetSignedReceipt()) {
+					t.Errorf("key row = %+v, want Done and recorded with the receipt", e)
+				}
+
+				// A retry, even after expiry, returns the first receipt and
+				// repeats nothing.
+				f.clock.set(expires.Add(time.Hour))
+				again, err := f.h.Execute(agentCtx(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !again.GetRepeated() || !proto.Equal(again.GetSignedReceipt(), first.GetSignedReceipt()) || !proto.Equal(again.GetReceipt(), first.GetReceipt()) {
+					t.Error("retry did not return the first receipt as repeated")
+				}
+				tc.check(t, tg, hook, m)
+				redeemed, recorded := k.counts()
+				if redeemed != 2 || recorded != 2 {
+					t.Errorf("kernel saw %d redemptions and %d records, want 2 and 2 (retries are redeemed and recorded again)", redeemed, recorded)
+				}
+				for _, r := range k.redeems {
+					if r.GetHolder() != "agent" || r.GetIdempotencyKey() != "idem-1" || !proto.Equal(r.GetCapability(), req.GetCapability()) {
+						t.Errorf("redemption %v, want the capability, its key and the holder", r)
+					}
+				}
+				effects := f.logs.FilterMessage("effect").All()
+				if len(effects) != 2 {
+					t.Fatalf("%d effect log lines, want 2", len(effects))
+				}
+				wantLog := map[string]any{"caller": "agent", "idempotency_key": "idem-1", "capability_id": "cap-idem-1", "task_id": "task-1",
+					"tool": tc.tool, "executor": executorKind(tc.tool), "receipt_id": "eff-0001", "record_ref": tc.recordRef,
+					"repeated": true, "first_redemption": false}
+				if diff := cmp.Diff(wantLog, effects[1].ContextMap()); diff != "" {
+					t.Errorf("retry log line (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // Run is the ambit-action program: it parses args (--config FILE,
@@ -87,7 +88,7 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	// group's context ends the other.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return p.Serve(gctx, zap.String("database", cfg.Database), zap.Strings("tools", tools),
+		return p.Serve(gctx, zap.String("database", sqldb.Redact(cfg.Database)), zap.Strings("tools", tools),
 			zap.Strings("state_checks", sortedKeys(checks)))
 	})
 	g.Go(func() error {

@@ -34,8 +34,9 @@ type Config struct {
 	// KernelKey is the key id (and PKI name) of the kernel's
 	// capability-signing key.
 	KernelKey string `json:"kernel_key"`
-	// Database is the adapter's own durable table of idempotency keys
-	// (an sqldb connection string); the adapter creates it.
+	// Database holds the adapter's own durable table of idempotency
+	// keys, which the adapter creates: an SQLite file (a path or
+	// sqlite:PATH) or a postgres:// URL, which several adapters may share.
 	Database string `json:"database"`
 	// StateChecks maps a source name, as capabilities name it in their
 	// record ("source/key"), to a read-only connector giving the record's
@@ -78,7 +79,8 @@ type MCPStateCheck struct {
 
 // SQLStateCheck reads one row of a table, opened read-only.
 type SQLStateCheck struct {
-	// Database is the connection string (see package sqldb).
+	// Database is an SQLite file (a path or sqlite:PATH) or a
+	// postgres:// URL; it is opened read-only.
 	Database string `json:"database"`
 	// Table is the table read.
 	Table string `json:"table"`
@@ -101,9 +103,10 @@ type ExecutorConfig struct {
 
 // SQLExecutor inserts one row per effect into a table.
 type SQLExecutor struct {
-	// Database is the connection string (see package sqldb), opened
-	// read-write. When it is the adapter's own database, the effect's row
-	// and the key's row are written in one transaction.
+	// Database is an SQLite file (a path or sqlite:PATH) or a
+	// postgres:// URL, opened read-write. When it is the adapter's own
+	// database, the effect's row and the key's row are written in one
+	// transaction.
 	Database string `json:"database"`
 	// Table is the table written.
 	Table string `json:"table"`

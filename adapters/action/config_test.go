@@ -17,6 +17,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
 	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/sdk/service/servicetest"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 func TestValidateExecute(t *testing.T) {
@@ -213,11 +214,22 @@ func TestConfigErrors(t *testing.T) {
 // columns and unique keys) is checked when the executors and state checks
 // are opened, every problem named by its key path.
 func TestOpenChecksTheTargets(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "target.db")
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testOpenChecksTheExecutors(t, db.empty(t)) })
+	}
+	testOpenChecksTheStateChecks(t)
+}
+
+func testOpenChecksTheExecutors(t *testing.T, target string) {
+	// A row id the database assigns: SQLite's lone INTEGER PRIMARY KEY,
+	// PostgreSQL's identity.
+	rowID := "INTEGER PRIMARY KEY"
+	if sqldb.IsPostgres(target) {
+		rowID = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+	}
 	runSQL(t, target,
 		transfersSchema,
-		`CREATE TABLE loose (id INTEGER PRIMARY KEY, idempotency_key TEXT, account TEXT NOT NULL)`,
+		`CREATE TABLE loose (id `+rowID+`, idempotency_key TEXT, account TEXT NOT NULL)`,
 		`CREATE TABLE pair (a TEXT, b TEXT, account TEXT, UNIQUE (a, b))`,
 		`CREATE TABLE partial (idempotency_key TEXT, account TEXT)`,
 		`CREATE UNIQUE INDEX partial_key ON partial (idempotency_key) WHERE account IS NOT NULL`,
@@ -261,7 +273,10 @@ func TestOpenChecksTheTargets(t *testing.T) {
 			}
 		})
 	}
+}
 
+func testOpenChecksTheStateChecks(t *testing.T) {
+	dir := t.TempDir()
 	accounts := filepath.Join(dir, "accounts.db")
 	runSQL(t, accounts, `CREATE TABLE accounts (account_id TEXT PRIMARY KEY, row_version INTEGER)`)
 	check := func(db, table, key string, cols ...string) map[string]action.StateCheckConfig {

@@ -184,26 +184,28 @@ func TestSQLTargetDecidesAStartedKey(t *testing.T) {
 		{name: "this effect's row", row: `INSERT INTO transfers VALUES ('eff-0001', 'idem-1', 'acct-7', 'GBP', 1740.0, 'own_account', NULL)`, rows: 1},
 		{name: "another row under the key", row: `INSERT INTO transfers VALUES ('eff-0001', 'idem-1', 'acct-9', 'GBP', 1740, 'own_account', NULL)`, want: &inDoubt, rows: 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tg, _, _ := newTargets(t)
-			k := &kernel{}
-			f := newFixture(t, k, tg, options{})
-			startKey(t, f, "idem-1", "transfer", "eff-0001")
-			if tc.row != "" {
-				runSQL(t, tg.targetDB(), tc.row)
-			}
-			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1"))
-			if tc.want != nil {
-				if diff := cmp.Diff(*tc.want, refusalOf(err)); diff != "" {
-					t.Errorf("refusal (-want +got):\n%s", diff)
+		for _, db := range databases {
+			t.Run(db.name+"/"+tc.name, func(t *testing.T) {
+				tg, _, _ := db.targets(t)
+				k := &kernel{}
+				f := newFixture(t, k, tg, options{})
+				startKey(t, f, "idem-1", "transfer", "eff-0001")
+				if tc.row != "" {
+					runSQL(t, tg.targetDB(), tc.row)
 				}
-			} else if err != nil || resp.GetReceipt().GetReceiptId() != "eff-0001" || resp.GetReceipt().GetRecordRef() != "eff-0001" {
-				t.Errorf("Execute = %v, %v; want the receipt of effect eff-0001", resp, err)
-			}
-			if rows := len(transfers(t, tg.targetDB())); rows != tc.rows {
-				t.Errorf("target holds %d rows, want %d", rows, tc.rows)
-			}
-		})
+				resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1"))
+				if tc.want != nil {
+					if diff := cmp.Diff(*tc.want, refusalOf(err)); diff != "" {
+						t.Errorf("refusal (-want +got):\n%s", diff)
+					}
+				} else if err != nil || resp.GetReceipt().GetReceiptId() != "eff-0001" || resp.GetReceipt().GetRecordRef() != "eff-0001" {
+					t.Errorf("Execute = %v, %v; want the receipt of effect eff-0001", resp, err)
+				}
+				if rows := len(transfers(t, tg.targetDB())); rows != tc.rows {
+					t.Errorf("target holds %d rows, want %d", rows, tc.rows)
+				}
+			})
+		}
 	}
 }
 
@@ -355,40 +357,42 @@ func TestAfterCommitRunsBetweenEffectAndRecord(t *testing.T) {
 // effect.
 func TestConcurrentRetriesExecuteOnce(t *testing.T) {
 	for _, tool := range []string{"transfer", "transfer_here", "notify", "send_message"} {
-		t.Run(tool, func(t *testing.T) {
-			tg, hook, m := newTargets(t)
-			f := newFixture(t, &kernel{}, tg, options{})
-			req := request(f.keys.capability(t, "idem-1", toolCall(tool, transferArgs)), "idem-1")
-			const n = 12
-			resps := make([]*actionv1.ExecuteResponse, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() { resps[i], errs[i] = f.h.Execute(agentCtx(), req) })
-			}
-			wg.Wait()
-			fresh := 0
-			for i := range n {
-				if errs[i] != nil {
-					t.Fatalf("Execute %d: %v", i, errs[i])
+		for _, db := range databases {
+			t.Run(db.name+"/"+tool, func(t *testing.T) {
+				tg, hook, m := db.targets(t)
+				f := newFixture(t, &kernel{}, tg, options{})
+				req := request(f.keys.capability(t, "idem-1", toolCall(tool, transferArgs)), "idem-1")
+				const n = 12
+				resps := make([]*actionv1.ExecuteResponse, n)
+				errs := make([]error, n)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() { resps[i], errs[i] = f.h.Execute(agentCtx(), req) })
 				}
-				if !resps[i].GetRepeated() {
-					fresh++
+				wg.Wait()
+				fresh := 0
+				for i := range n {
+					if errs[i] != nil {
+						t.Fatalf("Execute %d: %v", i, errs[i])
+					}
+					if !resps[i].GetRepeated() {
+						fresh++
+					}
+					if !proto.Equal(resps[i].GetSignedReceipt(), resps[0].GetSignedReceipt()) {
+						t.Errorf("Execute %d returned another receipt", i)
+					}
 				}
-				if !proto.Equal(resps[i].GetSignedReceipt(), resps[0].GetSignedReceipt()) {
-					t.Errorf("Execute %d returned another receipt", i)
+				if fresh != 1 {
+					t.Errorf("%d answers not repeated, want exactly 1", fresh)
 				}
-			}
-			if fresh != 1 {
-				t.Errorf("%d answers not repeated, want exactly 1", fresh)
-			}
-			_, hooked := hook.seen()
-			_, credits, messages := m.seen()
-			effects := len(transfers(t, tg.targetDB())) + len(transfers(t, tg.actionDB())) + hooked + credits + messages
-			if effects != 1 {
-				t.Errorf("%d effects at the targets, want 1", effects)
-			}
-		})
+				_, hooked := hook.seen()
+				_, credits, messages := m.seen()
+				effects := len(transfers(t, tg.targetDB())) + len(transfers(t, tg.actionDB())) + hooked + credits + messages
+				if effects != 1 {
+					t.Errorf("%d effects at the targets, want 1", effects)
+				}
+			})
+		}
 	}
 }
 
@@ -398,35 +402,37 @@ func TestConcurrentRetriesExecuteOnce(t *testing.T) {
 // every answer carries the receipt the key table holds.
 func TestTwoAdaptersOneKey(t *testing.T) {
 	for _, tool := range []string{"transfer", "transfer_here"} {
-		t.Run(tool, func(t *testing.T) {
-			tg, _, _ := newTargets(t)
-			shared := newKeys(t)
-			adapters := []*fixture{
-				newFixture(t, &kernel{}, tg, options{keys: &shared}),
-				newFixture(t, &kernel{}, tg, options{keys: &shared}),
-			}
-			req := request(shared.capability(t, "idem-1", toolCall(tool, transferArgs)), "idem-1")
-			const n = 8
-			resps := make([]*actionv1.ExecuteResponse, 2*n)
-			errs := make([]error, 2*n)
-			var wg sync.WaitGroup
-			for i := range 2 * n {
-				wg.Go(func() { resps[i], errs[i] = adapters[i%2].h.Execute(agentCtx(), req) })
-			}
-			wg.Wait()
-			e, _ := adapters[0].entry(t, "idem-1")
-			for i := range 2 * n {
-				if errs[i] != nil {
-					t.Fatalf("Execute %d: %v", i, errs[i])
+		for _, db := range databases {
+			t.Run(db.name+"/"+tool, func(t *testing.T) {
+				tg, _, _ := db.targets(t)
+				shared := newKeys(t)
+				adapters := []*fixture{
+					newFixture(t, &kernel{}, tg, options{keys: &shared}),
+					newFixture(t, &kernel{}, tg, options{keys: &shared}),
 				}
-				if !proto.Equal(resps[i].GetSignedReceipt(), e.Receipt) {
-					t.Errorf("Execute %d returned a receipt the key table does not hold", i)
+				req := request(shared.capability(t, "idem-1", toolCall(tool, transferArgs)), "idem-1")
+				const n = 8
+				resps := make([]*actionv1.ExecuteResponse, 2*n)
+				errs := make([]error, 2*n)
+				var wg sync.WaitGroup
+				for i := range 2 * n {
+					wg.Go(func() { resps[i], errs[i] = adapters[i%2].h.Execute(agentCtx(), req) })
 				}
-			}
-			if rows := len(transfers(t, tg.targetDB())) + len(transfers(t, tg.actionDB())); rows != 1 {
-				t.Errorf("%d rows at the targets, want 1", rows)
-			}
-		})
+				wg.Wait()
+				e, _ := adapters[0].entry(t, "idem-1")
+				for i := range 2 * n {
+					if errs[i] != nil {
+						t.Fatalf("Execute %d: %v", i, errs[i])
+					}
+					if !proto.Equal(resps[i].GetSignedReceipt(), e.Receipt) {
+						t.Errorf("Execute %d returned a receipt the key table does not hold", i)
+					}
+				}
+				if rows := len(transfers(t, tg.targetDB())) + len(transfers(t, tg.actionDB())); rows != 1 {
+					t.Errorf("%d rows at the targets, want 1", rows)
+				}
+			})
+		}
 	}
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
 
 // kernel is an in-test implementation of action.Kernel: it counts calls,
@@ -379,16 +380,31 @@ func (m *mcpTarget) seen() (calls []string, credits, messages int) {
 // targets are the places the test executors write to.
 type targets struct {
 	// Dir holds action.db (the adapter's own database, which also has a
-	// transfers table) and target.db (another database with one).
-	Dir  string `json:"dir"`
-	Hook string `json:"hook"`
-	MCP  string `json:"mcp"`
+	// transfers table) and target.db (another database with one), unless
+	// Action and Target name two PostgreSQL databases instead.
+	Dir    string `json:"dir"`
+	Action string `json:"action,omitempty"`
+	Target string `json:"target,omitempty"`
+	Hook   string `json:"hook"`
+	MCP    string `json:"mcp"`
 }
 
-func (tg targets) actionDB() string { return filepath.Join(tg.Dir, "action.db") }
-func (tg targets) targetDB() string { return filepath.Join(tg.Dir, "target.db") }
+func (tg targets) actionDB() string {
+	if tg.Action != "" {
+		return tg.Action
+	}
+	return filepath.Join(tg.Dir, "action.db")
+}
 
-// newTargets starts an HTTP and an MCP target and creates both databases.
+func (tg targets) targetDB() string {
+	if tg.Target != "" {
+		return tg.Target
+	}
+	return filepath.Join(tg.Dir, "target.db")
+}
+
+// newTargets starts an HTTP and an MCP target and creates both databases:
+// SQLite files.
 func newTargets(t testing.TB) (targets, *hookTarget, *mcpTarget) {
 	t.Helper()
 	hook, m := newHookTarget(t), newMCPTarget(t)
@@ -396,6 +412,30 @@ func newTargets(t testing.TB) (targets, *hookTarget, *mcpTarget) {
 	runSQL(t, tg.actionDB(), transfersSchema)
 	runSQL(t, tg.targetDB(), transfersSchema)
 	return tg, hook, m
+}
+
+// newPostgresTargets is newTargets with both databases on PostgreSQL
+// (skipped without a server, see pgtest).
+func newPostgresTargets(t testing.TB) (targets, *hookTarget, *mcpTarget) {
+	t.Helper()
+	tg := targets{Action: pgtest.Database(t), Target: pgtest.Database(t)}
+	hook, m := newHookTarget(t), newMCPTarget(t)
+	tg.Dir, tg.Hook, tg.MCP = t.TempDir(), hook.srv.URL, m.url
+	runSQL(t, tg.actionDB(), transfersSchema)
+	runSQL(t, tg.targetDB(), transfersSchema)
+	return tg, hook, m
+}
+
+// databases are the databases the key table and the sql executors run
+// on: a test of them runs on each.
+var databases = []struct {
+	name    string
+	targets func(testing.TB) (targets, *hookTarget, *mcpTarget)
+	// empty returns a new empty database.
+	empty func(testing.TB) string
+}{
+	{"sqlite", newTargets, func(t testing.TB) string { return filepath.Join(t.TempDir(), "test.db") }},
+	{"postgres", newPostgresTargets, pgtest.Database},
 }
 
 // executors are the test configuration's executors:
@@ -408,7 +448,7 @@ func newTargets(t testing.TB) (targets, *hookTarget, *mcpTarget) {
 func (tg targets) executors() map[string]action.ExecutorConfig {
 	return map[string]action.ExecutorConfig{
 		"transfer":      {SQL: &action.SQLExecutor{Database: tg.targetDB(), Table: "transfers", KeyColumn: "idempotency_key", Columns: transferColumns()}},
-		"transfer_here": {SQL: &action.SQLExecutor{Database: "sqlite:" + tg.actionDB(), Table: "transfers", KeyColumn: "idempotency_key", Columns: transferColumns()}},
+		"transfer_here": {SQL: &action.SQLExecutor{Database: tg.here(), Table: "transfers", KeyColumn: "idempotency_key", Columns: transferColumns()}},
 		"notify": {HTTP: &action.HTTPExecutor{URL: tg.Hook + "/hook", RecordRef: "result.id", Body: map[string]string{
 			"to": "args.account", "amount": "args.amount", "key": "effect.idempotency_key", "task": "effect.task_id",
 		}}},
@@ -418,6 +458,16 @@ func (tg targets) executors() map[string]action.ExecutorConfig {
 		"send_message": {MCP: &action.MCPExecutor{Server: mcpconn.Config{URL: tg.MCP}, Tool: "send_message", RecordRef: "result.message_id",
 			Arguments: map[string]string{"to": "args.account", "text": "args.note"}}},
 	}
+}
+
+// here names the adapter's own database otherwise than its key table
+// does (sqlite:PATH), as a configuration may: it is still the one
+// database, and so one transaction.
+func (tg targets) here() string {
+	if sqldb.IsPostgres(tg.actionDB()) {
+		return tg.actionDB()
+	}
+	return "sqlite:" + tg.actionDB()
 }
 
 type fixture struct {

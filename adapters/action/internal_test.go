@@ -40,25 +40,3 @@ func TestSameSQLValue(t *testing.T) {
 		}
 	}
 }
-
-func TestVersionText(t *testing.T) {
-	for _, tc := range []struct {
-		v    any
-		want string
-		ok   bool
-	}{
-		{v: "claims-v42", want: "claims-v42", ok: true},
-		{v: int64(42), want: "42", ok: true},
-		{v: uint64(42), want: "42", ok: true},
-		{v: 42.0, want: "42", ok: true},
-		{v: true, want: "true", ok: true},
-		{v: 4.5},
-		{v: ""},
-		{v: math.Inf(1)},
-	} {
-		got, ok := versionText(tc.v)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("versionText(%#v) = %q, %v; want %q, %v", tc.v, got, ok, tc.want, tc.ok)
-		}
-	}
-}

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // State is where an idempotency key's effect stands.
@@ -76,8 +75,11 @@ type Keys struct {
 }
 
 // The table's name is prefixed so that it cannot collide with a table of
-// an executor's target sharing the database.
-const keysSchema = `
+// an executor's target sharing the database. The same statements serve
+// both databases but for the receipt's type, blob: SQLite's BLOB,
+// PostgreSQL's BYTEA.
+func keysSchema(blob string) []string {
+	return []string{`
 CREATE TABLE IF NOT EXISTS ambit_effect_keys (
 	idempotency_key TEXT PRIMARY KEY,
 	capability_id   TEXT NOT NULL,
@@ -87,18 +89,43 @@ CREATE TABLE IF NOT EXISTS ambit_effect_keys (
 	effect_id       TEXT NOT NULL UNIQUE,
 	state           TEXT NOT NULL CHECK (state IN ('started', 'done')),
 	started_at      TEXT NOT NULL,
-	receipt         BLOB,
+	receipt         ` + blob + `,
 	recorded        INTEGER NOT NULL DEFAULT 0
-);
+)`, `
 CREATE INDEX IF NOT EXISTS ambit_effect_keys_unrecorded ON ambit_effect_keys (started_at)
-	WHERE state = 'done' AND recorded = 0;`
+	WHERE state = 'done' AND recorded = 0`}
+}
+
+// keysLock is the advisory lock that serialises adapters creating the
+// table in one PostgreSQL database at start-up: CREATE TABLE IF NOT
+// EXISTS is not safe against itself there.
+const keysLock = 0x616d6269_74000101
 
 // OpenKeys creates the table in db (an sqldb.Open database) if needed.
 func OpenKeys(ctx context.Context, db *sql.DB) (*Keys, error) {
-	if _, err := db.ExecContext(ctx, keysSchema); err != nil {
+	pg := sqldb.IsPostgresDB(db)
+	blob := "BLOB"
+	if pg {
+		blob = "BYTEA"
+	}
+	k := &Keys{db: db}
+	err := k.Tx(ctx, func(tx *sql.Tx) error {
+		if pg {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(keysLock)); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+		}
+		for _, stmt := range keysSchema(blob) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("create idempotency key table: %w", err)
 	}
-	return &Keys{db: db}, nil
+	return k, nil
 }
 
 // Check reads the table: the adapter can do nothing while it cannot.
@@ -132,7 +159,9 @@ func (k *Keys) Get(ctx context.Context, key string) (e Entry, found bool, err er
 
 // Start writes e as Started before its effect is attempted. When the key
 // already has a row the error is [ErrKeyTaken]: the PRIMARY KEY, not a
-// prior lookup, keeps a key to one attempt.
+// prior lookup, keeps a key to one attempt. Of two attempts at once, the
+// second waits for the first to commit (PostgreSQL) or for the database's
+// one writer (SQLite), then finds the key taken.
 func (k *Keys) Start(ctx context.Context, e Entry) error {
 	return k.insert(ctx, k.db, e, Started, nil)
 }
@@ -156,15 +185,22 @@ func (k *Keys) insert(ctx context.Context, db execer, e Entry, state State, rece
 			return fmt.Errorf("idempotency key %q: receipt: %w", e.Key, err)
 		}
 	}
-	_, err := db.ExecContext(ctx, `INSERT INTO ambit_effect_keys (idempotency_key, capability_id, task_id, tool,
-		call_hash, effect_id, state, started_at, receipt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// DO NOTHING rather than an error: on PostgreSQL an error would end
+	// the transaction StartDone shares with the effect.
+	res, err := db.ExecContext(ctx, `INSERT INTO ambit_effect_keys (idempotency_key, capability_id, task_id, tool,
+		call_hash, effect_id, state, started_at, receipt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (idempotency_key) DO NOTHING`,
 		e.Key, e.CapabilityID, e.TaskID, e.Tool, e.CallHash, e.EffectID, state.String(),
 		e.StartedAt.UTC().Format(time.RFC3339Nano), blob)
-	if isUniqueViolation(err) {
-		return fmt.Errorf("%w: %q", ErrKeyTaken, e.Key)
-	}
 	if err != nil {
 		return fmt.Errorf("write idempotency key %q: %w", e.Key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("write idempotency key %q: %w", e.Key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %q", ErrKeyTaken, e.Key)
 	}
 	return nil
 }
@@ -290,18 +326,4 @@ func scanEntry(s scanner) (Entry, error) {
 	}
 	e.Recorded = recorded != 0
 	return e, nil
-}
-
-// isUniqueViolation reports whether err is SQLite refusing a row whose
-// unique or primary key is taken.
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() {
-	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-		return true
-	}
-	return false
 }

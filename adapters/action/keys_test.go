@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -39,8 +38,13 @@ func keyEntry(key string, at time.Time) action.Entry {
 // TestKeysLifeCycle walks a key through Started, Done and recorded, and
 // checks that the table refuses what would give a key a second attempt.
 func TestKeysLifeCycle(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testKeysLifeCycle(t, db.empty(t)) })
+	}
+}
+
+func testKeysLifeCycle(t *testing.T, path string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "action.db")
 	k := openKeys(t, path)
 	receipt := &receiptv1.Envelope{PayloadType: "ambit.receipt.v1.EffectReceipt", Payload: []byte("p"), KeyId: "action", Signature: []byte("s")}
 
@@ -146,19 +150,28 @@ func TestKeysLifeCycle(t *testing.T) {
 
 // TestKeysCheck: a key table that cannot be read fails the health probe.
 func TestKeysCheck(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "action.db")
-	k := openKeys(t, path)
-	runSQL(t, path, `DROP TABLE ambit_effect_keys`)
-	if err := k.Check(context.Background()); err == nil {
-		t.Error("Check of a dropped table passed")
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) {
+			path := db.empty(t)
+			k := openKeys(t, path)
+			runSQL(t, path, `DROP TABLE ambit_effect_keys`)
+			if err := k.Check(context.Background()); err == nil {
+				t.Error("Check of a dropped table passed")
+			}
+		})
 	}
 }
 
 // TestKeysStartRace has many writers race to start one key: exactly one
 // wins.
 func TestKeysStartRace(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "action.db")
-	// Two handles on the file, as two processes would have.
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testKeysStartRace(t, db.empty(t)) })
+	}
+}
+
+func testKeysStartRace(t *testing.T, path string) {
+	// Two handles on the database, as two processes would have.
 	tables := []*action.Keys{openKeys(t, path), openKeys(t, path)}
 	const n = 16
 	errs := make([]error, n)

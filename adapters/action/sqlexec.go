@@ -11,16 +11,13 @@ import (
 	"strings"
 	"sync"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"github.com/ambitkernel/ambit/sdk/expr"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
-// Databases opens each read-write database once per file, so that the
-// adapter's key table and the sql executors naming the same file share
-// one handle, and so one transaction. It is safe for concurrent use.
+// Databases opens each read-write database once per file or URL, so that
+// the adapter's key table and the sql executors naming the same database
+// share one handle, and so one transaction. It is safe for concurrent use.
 type Databases struct {
 	mu     sync.Mutex
 	byFile map[string]*sql.DB
@@ -30,22 +27,26 @@ type Databases struct {
 func NewDatabases() *Databases { return &Databases{byFile: map[string]*sql.DB{}} }
 
 // Open opens dsn read-write (sqldb.Open), or returns the handle already
-// open on the same file.
+// open on the same SQLite file or PostgreSQL URL.
 func (d *Databases) Open(dsn string) (*sql.DB, error) {
-	file, err := filepath.Abs(strings.TrimPrefix(dsn, "sqlite:"))
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", dsn, err)
+	name := dsn
+	if !sqldb.IsPostgres(dsn) {
+		file, err := filepath.Abs(strings.TrimPrefix(dsn, "sqlite:"))
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", sqldb.Redact(dsn), err)
+		}
+		name = file
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if db, ok := d.byFile[file]; ok {
+	if db, ok := d.byFile[name]; ok {
 		return db, nil
 	}
 	db, err := sqldb.Open(dsn)
 	if err != nil {
 		return nil, err
 	}
-	d.byFile[file] = db
+	d.byFile[name] = db
 	return db, nil
 }
 
@@ -88,13 +89,14 @@ func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databas
 		return nil, err
 	}
 	quoted := make([]string, 0, len(columns)+1)
-	read := make([]string, 0, len(columns))
 	quoted = append(quoted, sqldb.Ident(cfg.KeyColumn))
 	for _, col := range columns {
 		quoted = append(quoted, sqldb.Ident(col))
-		// The no-op unary + drops the declared type, so the driver hands
-		// back the stored value rather than parse it (e.g. as a time).
-		read = append(read, "+"+sqldb.Ident(col))
+	}
+	// The stored values, not the driver's reading of the declared types.
+	read, err := sqldb.Selects(ctx, db, cfg.Table, columns)
+	if err != nil {
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	table := sqldb.Ident(cfg.Table)
 	return &sqlExecutor{
@@ -102,7 +104,10 @@ func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databas
 		columns:   columns,
 		mapped:    c.mapped,
 		recordRef: c.recordRef,
-		insert: fmt.Sprintf("INSERT INTO %s (%s) VALUES (?%s)", table, strings.Join(quoted, ", "),
+		// DO NOTHING rather than an error for a row a unique key refuses:
+		// on PostgreSQL an error would end the transaction the key's row
+		// shares, before the row could be read.
+		insert: fmt.Sprintf("INSERT INTO %s (%s) VALUES (?%s) ON CONFLICT DO NOTHING", table, strings.Join(quoted, ", "),
 			strings.Repeat(", ?", len(columns))),
 		// LIMIT 2: the key is unique, so a second row would be a table
 		// that changed under the adapter.
@@ -112,40 +117,18 @@ func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databas
 }
 
 // checkTargetTable checks that the table has every column written, that
-// every NOT NULL column without a default is written, and that the key
-// column is UNIQUE on its own.
+// every NOT NULL column the database does not fill is written, and that
+// the key column is UNIQUE on its own.
 func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExecutor, columns []string) error {
-	type column struct {
-		notNull, hasDefault bool
-		pk                  int
-		typ                 string
+	unreadable := func(err error) error {
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
-	have := map[string]column{}
-	rows, err := db.QueryContext(ctx, `SELECT name, "notnull", dflt_value IS NOT NULL, pk, upper(type) FROM pragma_table_info(?)`, cfg.Table)
+	have, err := targetColumns(ctx, db, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
-	}
-	var pkColumns []string
-	for rows.Next() {
-		var (
-			name string
-			c    column
-		)
-		if err := rows.Scan(&name, &c.notNull, &c.hasDefault, &c.pk, &c.typ); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
-		}
-		have[name] = c
-		if c.pk > 0 {
-			pkColumns = append(pkColumns, name)
-		}
-	}
-	_ = rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return unreadable(err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
 	if _, ok := have[cfg.KeyColumn]; !ok {
@@ -156,63 +139,117 @@ func checkTargetTable(ctx context.Context, db *sql.DB, path string, cfg *SQLExec
 			errs = append(errs, fmt.Errorf("%s.columns.%s: table %q has no column %q", path, col, cfg.Table, col))
 		}
 	}
+	var pkColumns []string
 	for _, name := range sortedKeys(have) {
 		c := have[name]
-		// A lone INTEGER PRIMARY KEY is the row id, which SQLite assigns.
-		rowID := c.pk > 0 && len(pkColumns) == 1 && c.typ == "INTEGER"
-		if c.notNull && !c.hasDefault && !rowID && name != cfg.KeyColumn && !slices.Contains(columns, name) {
+		if c.pk {
+			pkColumns = append(pkColumns, name)
+		}
+		if c.notNull && !c.filled && name != cfg.KeyColumn && !slices.Contains(columns, name) {
 			errs = append(errs, fmt.Errorf("%s.columns: column %q of table %q is NOT NULL without a default and is not mapped", path, name, cfg.Table))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	unique, err := uniqueAlone(ctx, db, cfg.Table, cfg.KeyColumn)
-	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+	unique := len(pkColumns) == 1 && pkColumns[0] == cfg.KeyColumn
+	if !unique {
+		if unique, err = uniqueAlone(ctx, db, cfg.Table, cfg.KeyColumn); err != nil {
+			return unreadable(err)
+		}
 	}
-	if !unique && !(len(pkColumns) == 1 && pkColumns[0] == cfg.KeyColumn) {
+	if !unique {
 		return fmt.Errorf("%s.key_column: column %q of table %q is not UNIQUE on its own: the table could hold two effects for one key", path, cfg.KeyColumn, cfg.Table)
 	}
 	return nil
 }
 
+// targetColumn is what the checks need of a column of a target table.
+type targetColumn struct {
+	notNull bool
+	// filled: the database fills the column when a row leaves it out (a
+	// default, an identity, SQLite's row id).
+	filled bool
+	// pk: the column is part of the primary key.
+	pk bool
+}
+
+// targetColumns describes the columns of table; a missing table has none.
+func targetColumns(ctx context.Context, db *sql.DB, table string) (map[string]targetColumn, error) {
+	if sqldb.IsPostgresDB(db) {
+		return postgresColumns(ctx, db, table)
+	}
+	return sqliteColumns(ctx, db, table)
+}
+
 // uniqueAlone reports whether a full (not partial) unique index of table
 // covers exactly column.
 func uniqueAlone(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, table)
+	if sqldb.IsPostgresDB(db) {
+		return postgresUniqueAlone(ctx, db, table, column)
+	}
+	return sqliteUniqueAlone(ctx, db, table, column)
+}
+
+func sqliteColumns(ctx context.Context, db *sql.DB, table string) (map[string]targetColumn, error) {
+	type info struct {
+		targetColumn
+		integer bool
+	}
+	var infos []info
+	var names []string
+	err := queryRows(ctx, db, `SELECT name, "notnull", dflt_value IS NOT NULL, pk > 0, upper(type) = 'INTEGER' FROM pragma_table_info(?)`,
+		func(r *sql.Rows) error {
+			var (
+				name string
+				c    info
+			)
+			if err := r.Scan(&name, &c.notNull, &c.filled, &c.pk, &c.integer); err != nil {
+				return err
+			}
+			names, infos = append(names, name), append(infos, c)
+			return nil
+		}, table)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	var indexes []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return false, err
+	pks := 0
+	for _, c := range infos {
+		if c.pk {
+			pks++
 		}
-		indexes = append(indexes, name)
 	}
-	_ = rows.Close()
-	if err := rows.Err(); err != nil {
+	out := make(map[string]targetColumn, len(infos))
+	for i, c := range infos {
+		// A lone INTEGER PRIMARY KEY is the row id, which SQLite assigns.
+		if c.pk && pks == 1 && c.integer {
+			c.filled = true
+		}
+		out[names[i]] = c.targetColumn
+	}
+	return out, nil
+}
+
+func sqliteUniqueAlone(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
+	var indexes []string
+	err := queryRows(ctx, db, `SELECT name FROM pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`, func(r *sql.Rows) error {
+		var name string
+		err := r.Scan(&name)
+		indexes = append(indexes, name)
+		return err
+	}, table)
+	if err != nil {
 		return false, err
 	}
 	for _, idx := range indexes {
 		var cols []sql.NullString
-		r, err := db.QueryContext(ctx, `SELECT name FROM pragma_index_info(?)`, idx)
-		if err != nil {
-			return false, err
-		}
-		for r.Next() {
+		err := queryRows(ctx, db, `SELECT name FROM pragma_index_info(?)`, func(r *sql.Rows) error {
 			var c sql.NullString
-			if err := r.Scan(&c); err != nil {
-				_ = r.Close()
-				return false, err
-			}
+			err := r.Scan(&c)
 			cols = append(cols, c)
-		}
-		_ = r.Close()
-		if err := r.Err(); err != nil {
+			return err
+		}, idx)
+		if err != nil {
 			return false, err
 		}
 		if len(cols) == 1 && cols[0].Valid && cols[0].String == column {
@@ -220,6 +257,56 @@ func uniqueAlone(ctx context.Context, db *sql.DB, table, column string) (bool, e
 		}
 	}
 	return false, nil
+}
+
+// postgresColumns reads pg_catalog: the table is found on the search
+// path, as the executor's unqualified statements find it.
+func postgresColumns(ctx context.Context, db *sql.DB, table string) (map[string]targetColumn, error) {
+	out := map[string]targetColumn{}
+	err := queryRows(ctx, db, `SELECT a.attname, a.attnotnull, a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '',
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY (i.indkey))
+		FROM pg_attribute a
+		WHERE a.attrelid = to_regclass(quote_ident(?)) AND a.attnum > 0 AND NOT a.attisdropped`,
+		func(r *sql.Rows) error {
+			var (
+				name string
+				c    targetColumn
+			)
+			if err := r.Scan(&name, &c.notNull, &c.filled, &c.pk); err != nil {
+				return err
+			}
+			out[name] = c
+			return nil
+		}, table)
+	return out, err
+}
+
+// postgresUniqueAlone looks for a unique index whose one key column is
+// column: not partial, not on an expression, checked at once (not
+// deferred to commit).
+func postgresUniqueAlone(ctx context.Context, db *sql.DB, table, column string) (bool, error) {
+	var unique bool
+	err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_index i
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		WHERE i.indrelid = to_regclass(quote_ident(?)) AND i.indisunique AND i.indimmediate
+			AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL AND a.attname = ?)`,
+		table, column).Scan(&unique)
+	return unique, err
+}
+
+// queryRows runs query and calls each for every row.
+func queryRows(ctx context.Context, db *sql.DB, query string, each func(*sql.Rows) error, args ...any) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func (x *sqlExecutor) Kind() string { return "sql" }
@@ -274,24 +361,30 @@ func (e *sqlEffect) Resolve(ctx context.Context) (string, error) {
 }
 
 func (e *sqlEffect) write(ctx context.Context, q querier) (string, error) {
-	_, err := q.ExecContext(ctx, e.x.insert, append([]any{e.in.Key}, e.values...)...)
-	if isUniqueViolation(err) {
-		// The table holds a row for the key already (or another unique
-		// column refuses this one): the row decides.
-		row, found, rerr := e.read(ctx, q)
-		switch {
-		case rerr != nil:
-			return "", rerr
-		case !found:
-			return "", fmt.Errorf("%w: %w: %w", ErrTargetRefused, errNothingDone, err)
-		}
-		return e.match(row)
-	}
-	if isConstraint(err) {
+	res, err := q.ExecContext(ctx, e.x.insert, append([]any{e.in.Key}, e.values...)...)
+	if sqldb.IsRefused(err) {
 		return "", fmt.Errorf("%w: %w: %w", ErrTargetRefused, errNothingDone, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: %w: %w", ErrTargetUnavailable, errNothingDone, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInDoubt, err)
+	}
+	if n == 0 {
+		// A unique key refused the row: the table holds a row for the key
+		// already (committed: a writer with the same key waits for the
+		// other to commit), and that row decides; or another unique
+		// column refused this one.
+		row, found, err := e.read(ctx, q)
+		switch {
+		case err != nil:
+			return "", err
+		case !found:
+			return "", fmt.Errorf("%w: %w: another unique column of the table refuses the row", ErrTargetRefused, errNothingDone)
+		}
+		return e.match(row)
 	}
 	row := make(map[string]any, len(e.values))
 	for i, col := range e.x.columns {
@@ -349,8 +442,9 @@ func plainSQL(v any) any {
 	return v
 }
 
-// sameSQLValue compares a mapped value with the stored one as SQLite
-// stores it: a bool as 0 or 1, numbers by value.
+// sameSQLValue compares a mapped value with the stored one: a bool as 0
+// or 1 (as SQLite stores it; PostgreSQL's boolean reads back as a bool),
+// numbers by value.
 func sameSQLValue(want, got any) bool {
 	norm := func(v any) any {
 		switch t := v.(type) {
@@ -385,11 +479,4 @@ func sameSQLValue(want, got any) bool {
 		return wf == float64(gi) && wf == math.Trunc(wf) && int64(wf) == gi
 	}
 	return false
-}
-
-// isConstraint reports whether err is SQLite refusing a row by a
-// constraint (NOT NULL, CHECK, FOREIGN KEY).
-func isConstraint(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
 }

@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,50 +53,39 @@ func openStateCheck(ctx context.Context, path string, c *compiledCheck) (*StateC
 		_ = db.Close()
 		return nil, err
 	}
-	sel := make([]string, len(cfg.Columns))
-	for i, col := range cfg.Columns {
-		// The no-op unary + hands back the stored value, as the evidence
-		// adapter reads it, whatever the column's declared type.
-		sel[i] = "+" + sqldb.Ident(col)
+	// The stored values, as the evidence adapter reads them, whatever the
+	// columns' declared types. Qualified, a column dropped or renamed
+	// since is an error, not its own name read as a string.
+	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", p, sqldb.Redact(cfg.Database), err)
 	}
+	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
 	return &StateCheck{
 		db:      db,
 		columns: slices.Clone(cfg.Columns),
 		version: c.version,
 		// LIMIT 2: a key that matches two rows names no one record.
-		read: fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "),
-			sqldb.Ident(cfg.Table), sqldb.Ident(cfg.Key)),
-		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", sqldb.Ident(cfg.Key), sqldb.Ident(cfg.Table)),
+		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "), table, key),
+		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", key, table),
 	}, nil
 }
 
 func checkSourceTable(ctx context.Context, db *sql.DB, path string, cfg *SQLStateCheck) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, cfg.Table)
+	have, err := sqldb.TableColumns(ctx, db, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
-	}
-	var have []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
-		}
-		have = append(have, name)
-	}
-	_ = rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
-	if !slices.Contains(have, cfg.Key) {
+	if !sqldb.HasColumn(have, cfg.Key) {
 		errs = append(errs, fmt.Errorf("%s.key: table %q has no column %q", path, cfg.Table, cfg.Key))
 	}
 	for i, col := range cfg.Columns {
-		if !slices.Contains(have, col) {
+		if !sqldb.HasColumn(have, col) {
 			errs = append(errs, fmt.Errorf("%s.columns[%d]: table %q has no column %q", path, i, cfg.Table, col))
 		}
 	}
@@ -122,8 +109,8 @@ func (s *StateCheck) Version(ctx context.Context, key string) (version string, f
 	if err != nil {
 		return "", false, fmt.Errorf("state version %q does not evaluate on this record", s.version)
 	}
-	version, ok := versionText(v)
-	if !ok {
+	version, ok := sqldb.Text(v)
+	if !ok || version == "" {
 		return "", false, fmt.Errorf("state version %q yields an empty value or a %T", s.version, v)
 	}
 	return version, true, nil
@@ -159,30 +146,6 @@ func (s *StateCheck) row(ctx context.Context, key string) (map[string]any, error
 		return nil, err
 	}
 	return record, nil
-}
-
-// maxExactInt is the largest integer a float64 holds exactly.
-const maxExactInt = 1 << 53
-
-// versionText is a state version's text, as the evidence adapter writes
-// it into receipts and the kernel binds it: strings as they are, integers
-// (also integral doubles) in decimal, bools as true or false.
-func versionText(v any) (string, bool) {
-	switch t := v.(type) {
-	case string:
-		return t, t != ""
-	case int64:
-		return strconv.FormatInt(t, 10), true
-	case uint64:
-		return strconv.FormatUint(t, 10), true
-	case float64:
-		if t == math.Trunc(t) && math.Abs(t) <= maxExactInt {
-			return strconv.FormatInt(int64(t), 10), true
-		}
-	case bool:
-		return strconv.FormatBool(t), true
-	}
-	return "", false
 }
 
 // Check reads the table of an sql check; for an mcp check it reports the

@@ -2,9 +2,11 @@ package action_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ambitkernel/ambit/adapters/action"
+	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
@@ -24,7 +27,12 @@ import (
 // configuration reading it.
 func accountsDB(t *testing.T) (string, map[string]action.StateCheckConfig) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "accounts.db")
+	return accountsIn(t, filepath.Join(t.TempDir(), "accounts.db"))
+}
+
+// accountsIn is accountsDB in the empty database path.
+func accountsIn(t *testing.T, path string) (string, map[string]action.StateCheckConfig) {
+	t.Helper()
 	runSQL(t, path,
 		`CREATE TABLE accounts (account_id TEXT PRIMARY KEY, owner TEXT NOT NULL, row_version INTEGER)`,
 		`INSERT INTO accounts VALUES ('acct-7', 'employee-7', 42)`)
@@ -41,6 +49,7 @@ func accountsDB(t *testing.T) (string, map[string]action.StateCheckConfig) {
 // state version.
 func TestStateCheck(t *testing.T) {
 	reason := func(r errorv1.ErrorReason) string { return r.String() }
+	unreadable := &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)}
 	tests := []struct {
 		name string
 		// change runs on the accounts database after the adapter opened it.
@@ -48,6 +57,8 @@ func TestStateCheck(t *testing.T) {
 		// edit adjusts the capability.
 		edit func(*receiptv1.Capability)
 		want *refusal // nil: executed
+		// logged is part of the refusal's logged error.
+		logged string
 	}{
 		{name: "record unchanged"},
 		{
@@ -65,12 +76,34 @@ func TestStateCheck(t *testing.T) {
 		{
 			name:   "table unreadable",
 			change: []string{`DROP TABLE accounts`},
-			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+			want:   unreadable,
 		},
 		{
 			name:   "state version does not evaluate",
 			change: []string{`UPDATE accounts SET row_version = NULL`},
-			want:   &refusal{codes.Unavailable, "record state unreadable: nothing was executed", reason(errorv1.ErrorReason_ERROR_REASON_DEPENDENCY_UNAVAILABLE)},
+			want:   unreadable,
+		},
+		// Qualified, a column dropped or renamed since the start is an
+		// error; bare, SQLite would read its quoted name as a string, a
+		// constant that says nothing of the record.
+		{
+			name:   "version column dropped",
+			change: []string{`ALTER TABLE accounts DROP COLUMN row_version`},
+			want:   unreadable,
+			logged: "accounts.row_version",
+		},
+		{
+			name:   "version column renamed",
+			change: []string{`ALTER TABLE accounts RENAME COLUMN row_version TO version`},
+			want:   unreadable,
+			logged: "accounts.row_version",
+		},
+		{
+			name:   "version column dropped, capability bound to what its bare name reads as",
+			change: []string{`ALTER TABLE accounts DROP COLUMN row_version`},
+			edit:   func(c *receiptv1.Capability) { c.StateVersion = "accounts-vrow_version" },
+			want:   unreadable,
+			logged: "accounts.row_version",
 		},
 		{
 			name:   "capability binds no state version",
@@ -89,32 +122,48 @@ func TestStateCheck(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path, checks := accountsDB(t)
-			tg, _, _ := newTargets(t)
-			k := &kernel{}
-			f := newFixture(t, k, tg, options{checks: checks})
-			runSQL(t, path, tt.change...)
-			var edits []func(*receiptv1.Capability)
-			if tt.edit != nil {
-				edits = append(edits, tt.edit)
-			}
-			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs), edits...), "idem-1"))
-			rows := len(transfers(t, tg.targetDB()))
-			redeemed, _ := k.counts()
-			if tt.want == nil {
-				if err != nil || resp == nil || rows != 1 || redeemed != 1 {
-					t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
+		for _, db := range databases {
+			t.Run(db.name+"/"+tt.name, func(t *testing.T) {
+				path, checks := accountsIn(t, db.empty(t))
+				tg, _, _ := db.targets(t)
+				k := &kernel{}
+				f := newFixture(t, k, tg, options{checks: checks})
+				runSQL(t, path, tt.change...)
+				var edits []func(*receiptv1.Capability)
+				if tt.edit != nil {
+					edits = append(edits, tt.edit)
 				}
-				return
-			}
-			if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
-				t.Errorf("refusal (-want +got):\n%s", diff)
-			}
-			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
-				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
-			}
-		})
+				resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs), edits...), "idem-1"))
+				checkOutcome(t, f, k, tg, resp, err, tt.want)
+				if tt.want != nil && tt.logged != "" {
+					refused := f.logs.FilterMessage("effect refused").All()
+					if len(refused) != 1 || !strings.Contains(fmt.Sprint(refused[0].ContextMap()["error"]), tt.logged) {
+						t.Errorf("refusal log lines %v, want one with %q", refused, tt.logged)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkOutcome checks a transfer's execution: with want nil, one row
+// written and one redemption; otherwise the refusal want, before anything
+// was redeemed, written or started.
+func checkOutcome(t *testing.T, f *fixture, k *kernel, tg targets, resp *actionv1.ExecuteResponse, err error, want *refusal) {
+	t.Helper()
+	rows := len(transfers(t, tg.targetDB()))
+	redeemed, _ := k.counts()
+	if want == nil {
+		if err != nil || resp == nil || rows != 1 || redeemed != 1 {
+			t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
+		}
+		return
+	}
+	if diff := cmp.Diff(*want, refusalOf(err)); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
+	}
+	if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
+		t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
 	}
 }
 
@@ -235,20 +284,7 @@ func TestMCPStateCheck(t *testing.T) {
 				}
 			}
 			resp, err := f.h.Execute(agentCtx(), request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1"))
-			rows := len(transfers(t, tg.targetDB()))
-			redeemed, _ := k.counts()
-			if tt.want == nil {
-				if err != nil || resp == nil || rows != 1 || redeemed != 1 {
-					t.Fatalf("Execute = %v, %v; %d rows, redeemed %d; want an execution", resp, err, rows, redeemed)
-				}
-				return
-			}
-			if diff := cmp.Diff(*tt.want, refusalOf(err)); diff != "" {
-				t.Errorf("refusal (-want +got):\n%s", diff)
-			}
-			if _, started := f.entry(t, "idem-1"); resp != nil || rows != 0 || redeemed != 0 || started {
-				t.Errorf("refused, yet response %v, %d rows, redeemed %d, key written %v", resp, rows, redeemed, started)
-			}
+			checkOutcome(t, f, k, tg, resp, err, tt.want)
 		})
 	}
 }

@@ -58,8 +58,8 @@ type SourceConfig struct {
 
 // SQLSource is a table of an SQL database; a record is one row.
 type SQLSource struct {
-	// Database is the connection string (see package sqldb); it is opened
-	// read-only.
+	// Database is an SQLite file (a path or sqlite:PATH) or a
+	// postgres:// URL; it is opened read-only.
 	Database string `json:"database"`
 	// Table is the table read.
 	Table string `json:"table"`

@@ -18,6 +18,7 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/service"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/upstream"
 )
 
@@ -232,7 +233,7 @@ func confine(rec Record, grant *kernelv1.AuthorizeReadResponse) error {
 	if f == "" {
 		return nil
 	}
-	if v, ok := text(rec.Values[f]); !ok || v != grant.GetConfineValue() {
+	if v, ok := sqldb.Text(rec.Values[f]); !ok || v != grant.GetConfineValue() {
 		return fmt.Errorf("%w: its field %q does not name the task's record %q", ErrOutsideTask, f, grant.GetConfineValue())
 	}
 	return nil

@@ -4,8 +4,8 @@
 // evidence receipt, and it watches the records tasks depend on.
 //
 // Sources are declared in configuration ([Config], [SourceConfig]), each
-// with one [Connector]: [SQLConnector] reads a row of a table (SQLite
-// through sdk/sqldb; a PostgreSQL dialect fits the same seam) and
+// with one [Connector]: [SQLConnector] reads a row of a table (an SQLite
+// file or a PostgreSQL database, through sdk/sqldb) and
 // [MCPConnector] calls a read-only tool of an upstream MCP server. A
 // source declares its key, the column naming the data subject, a CEL
 // expression giving the record's state version, and the columns it may

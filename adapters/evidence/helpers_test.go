@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
 	"github.com/ambitkernel/ambit/sdk/service"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -170,20 +172,45 @@ INSERT INTO attachments VALUES
 	('A-2', 'K-2', 'person-9', 'another case''s attachment', 1);
 `
 
+// postgresSchema is schema in PostgreSQL's types: 64-bit integers and
+// doubles, as SQLite stores them, and byte strings.
+var postgresSchema = strings.NewReplacer(
+	"INTEGER", "BIGINT", "REAL", "DOUBLE PRECISION", "BLOB", "BYTEA", "x'00ff'", `'\x00ff'`,
+).Replace(schema)
+
 // database writes the test's tables into a new SQLite file and returns its
 // path and a read-write handle for changing rows.
 func database(t testing.TB) (string, *sql.DB) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "records.db")
-	db, err := sqldb.Open(path)
+	return databaseIn(t, filepath.Join(t.TempDir(), "records.db"))
+}
+
+// databaseIn is database in the empty database dsn.
+func databaseIn(t testing.TB, dsn string) (string, *sql.DB) {
+	t.Helper()
+	db, err := sqldb.Open(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Exec(schema); err != nil {
+	stmts := schema
+	if sqldb.IsPostgres(dsn) {
+		stmts = postgresSchema
+	}
+	if _, err := db.Exec(stmts); err != nil {
 		t.Fatal(err)
 	}
-	return path, db
+	return dsn, db
+}
+
+// databases are the databases a source reads: a test of the reads runs on
+// each (PostgreSQL is skipped without a server, see pgtest).
+var databases = []struct {
+	name  string
+	empty func(testing.TB) string
+}{
+	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "records.db") }},
+	{"postgres", pgtest.Database},
 }
 
 func exec(t *testing.T, db *sql.DB, query string, args ...any) {

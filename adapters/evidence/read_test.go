@@ -47,7 +47,13 @@ func sha256Hex(s string) string {
 }
 
 func TestReadProjectsRawDerivedAndQuarantinedFields(t *testing.T) {
-	dbPath, _ := database(t)
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testReadProjectsRawDerivedAndQuarantinedFields(t, db.empty(t)) })
+	}
+}
+
+func testReadProjectsRawDerivedAndQuarantinedFields(t *testing.T, dsn string) {
+	dbPath, _ := databaseIn(t, dsn)
 	k := &kernel{grant: &kernelv1.AuthorizeReadResponse{
 		Provenance: contractv1.Provenance_PROVENANCE_TRUSTED,
 		Derived: []*contractv1.DerivedField{
@@ -176,7 +182,13 @@ func checkRefusal(t *testing.T, err error, code codes.Code, reason errorv1.Error
 }
 
 func TestReadValueForms(t *testing.T) {
-	dbPath, _ := database(t)
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testReadValueForms(t, db.empty(t)) })
+	}
+}
+
+func testReadValueForms(t *testing.T, dsn string) {
+	dbPath, _ := databaseIn(t, dsn)
 	k := &kernel{grant: &kernelv1.AuthorizeReadResponse{Quarantined: []string{"note", "total"}}}
 	f := newFixture(t, k, sqlSources(dbPath))
 	resp, err := f.core.Read(context.Background(), "agent-1", &evidencev1.ReadRequest{

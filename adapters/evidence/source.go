@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/ambitkernel/ambit/sdk/expr"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // Connector reads records of one declared source. Implementations: the
@@ -57,7 +56,7 @@ type shape struct {
 func (s shape) record(values map[string]any) (Record, error) {
 	subject := ""
 	if v := values[s.subject]; v != nil {
-		t, ok := text(v)
+		t, ok := sqldb.Text(v)
 		if !ok {
 			return Record{}, fmt.Errorf("subject column %q holds a %T, not text or a number", s.subject, v)
 		}
@@ -69,32 +68,11 @@ func (s shape) record(values map[string]any) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("state version %q does not evaluate on this record", s.stateVersion)
 	}
-	version, ok := text(v)
+	version, ok := sqldb.Text(v)
 	if !ok || version == "" {
 		return Record{}, fmt.Errorf("state version %q yields an empty value or a %T, want a non-empty string or an integer", s.stateVersion, v)
 	}
 	return Record{Values: values, Subject: subject, StateVersion: version}, nil
-}
-
-// text is the text form of a scalar value: strings as they are, integers
-// (also integral doubles, as JSON carries them) in decimal. Other values
-// have none.
-func text(v any) (string, bool) {
-	switch t := v.(type) {
-	case string:
-		return t, true
-	case int64:
-		return strconv.FormatInt(t, 10), true
-	case uint64:
-		return strconv.FormatUint(t, 10), true
-	case float64:
-		if t == math.Trunc(t) && math.Abs(t) <= maxExactInt {
-			return strconv.FormatInt(int64(t), 10), true
-		}
-	case bool:
-		return strconv.FormatBool(t), true
-	}
-	return "", false
 }
 
 // OpenSources opens every declared source (read-only) and checks what

@@ -11,32 +11,6 @@ import (
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
-// dialect is what differs between SQL databases for a source: how a
-// parameter is written, how a column is selected, and how a table's
-// columns are listed. SQLite is the one supported today; a PostgreSQL
-// dialect ($1, information_schema.columns) fits the same shape.
-type dialect struct {
-	placeholder func(n int) string
-	// selectColumn selects a column of table so that its stored value
-	// arrives as it is stored.
-	selectColumn func(table, name string) string
-	// tableColumns lists a table's columns; a missing table has none.
-	tableColumns func(ctx context.Context, db *sql.DB, table string) ([]string, error)
-}
-
-// sqlite is the dialect of SQLite files.
-func sqlite() dialect {
-	return dialect{
-		placeholder: func(int) string { return "?" },
-		// The driver turns text in DATE/DATETIME/TIMESTAMP columns into
-		// time values by the declared type; the no-op unary + drops the
-		// declared type, so the stored text arrives unchanged. Qualified,
-		// a column dropped after the start is an error, not its own name.
-		selectColumn: func(table, name string) string { return "+" + sqldb.Column(table, name) },
-		tableColumns: sqldb.TableColumns,
-	}
-}
-
 // SQLConnector reads rows of one table. It is safe for concurrent use.
 type SQLConnector struct {
 	db      *sql.DB
@@ -64,14 +38,17 @@ func OpenSQL(ctx context.Context, path string, cfg SQLSource) (*SQLConnector, er
 	if err != nil {
 		return nil, fmt.Errorf("%s.database: %w", path, err)
 	}
-	d := sqlite()
-	if err := checkTable(ctx, d, db, path, cfg); err != nil {
+	if err := checkTable(ctx, db, path, cfg); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	sel := make([]string, len(cfg.Columns))
-	for i, c := range cfg.Columns {
-		sel[i] = d.selectColumn(cfg.Table, c)
+	// The stored values, not the driver's reading of the declared types.
+	// Qualified, a column dropped after the start is an error, not its
+	// own name.
+	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
 	return &SQLConnector{
@@ -79,18 +56,18 @@ func OpenSQL(ctx context.Context, path string, cfg SQLSource) (*SQLConnector, er
 		columns: slices.Clone(cfg.Columns),
 		shape:   shape{subject: cfg.Subject, stateVersion: version},
 		// LIMIT 2: a key that matches two rows names no one record.
-		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s LIMIT 2", strings.Join(sel, ", "), table, key, d.placeholder(1)),
+		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "), table, key),
 		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", key, table),
 	}, nil
 }
 
-func checkTable(ctx context.Context, d dialect, db *sql.DB, path string, cfg SQLSource) error {
-	have, err := d.tableColumns(ctx, db, cfg.Table)
+func checkTable(ctx context.Context, db *sql.DB, path string, cfg SQLSource) error {
+	have, err := sqldb.TableColumns(ctx, db, cfg.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, cfg.Database, err)
+		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, cfg.Database, cfg.Table)
+		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
 	}
 	var errs []error
 	if !sqldb.HasColumn(have, cfg.Key) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"net"
 	"time"
 
@@ -67,7 +68,7 @@ func (c *Config) Validate() error {
 	} {
 		if a.addr == "" {
 			errs = append(errs, fmt.Errorf("%s is required (host:port)", a.key))
-		} else if _, _, err := net.SplitHostPort(a.addr); err != nil {
+		} else if err := serve.CheckAddrs(a.addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", a.key, err))
 		}
 	}

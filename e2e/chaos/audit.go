@@ -336,7 +336,7 @@ var verifiedEntries = regexp.MustCompile(`(?m)^OK\s+(\d+) entries`)
 // kernel database against every checkpoint the kernel signed, checked
 // with the kernel's public key from a governance identity's folder.
 func VerifyLedger(ctx context.Context, ambitctl string, st *devstack.Stack) (*Ledger, error) {
-	dir := st.KernelDB + ".checkpoints"
+	dir := st.CheckpointDir(devstack.Kernel)
 	args := []string{"ledger", "verify", "--db", st.KernelDB, "--checkpoint", dir, "--pki", pki.IdentityDir(st.PKI, devstack.Governance)}
 	out, err := exec.CommandContext(ctx, ambitctl, args...).CombinedOutput()
 	l := &Ledger{Command: "ambitctl " + strings.Join(args, " "), Output: strings.TrimSpace(string(out)), OK: err == nil}

@@ -26,6 +26,9 @@ type Options struct {
 	// Workers run loops side by side, each as one of the stack's agents
 	// in turn (default 8).
 	Workers int
+	// Processes are those the monkey kills (default [Processes]); a kernel
+	// replica ("kernel-2") is armed with the kernel's failpoints.
+	Processes []string
 	// Seed makes the monkey's choices, the amounts and the order of the
 	// loops repeatable; the timing is not.
 	Seed uint64
@@ -49,6 +52,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
 		o.Workers = 8
+	}
+	if len(o.Processes) == 0 {
+		o.Processes = Processes
 	}
 	if o.MinGap <= 0 {
 		o.MinGap = 300 * time.Millisecond
@@ -124,7 +130,7 @@ func Run(ctx context.Context, st *devstack.Stack, o Options) (*Report, error) {
 		}
 		agents = append(agents, a)
 	}
-	r := &run{o: o, st: st, gov: kernelv1.NewGovernanceServiceClient(conn), fig: newFigures(), start: time.Now()}
+	r := &run{o: o, st: st, gov: kernelv1.NewGovernanceServiceClient(conn), fig: newFigures(o.Processes), start: time.Now()}
 
 	monkeyCtx, stopMonkey := context.WithCancel(ctx)
 	defer stopMonkey()

@@ -43,9 +43,9 @@ type FailpointCount struct {
 	Armed, Fired, NotReached int
 }
 
-func newFigures() *Figures {
+func newFigures(processes []string) *Figures {
 	f := &Figures{Kills: map[string]*Kills{}, Failpoints: map[string]*FailpointCount{}, Retries: map[string]int{}}
-	for _, p := range Processes {
+	for _, p := range processes {
 		f.Kills[p] = &Kills{}
 	}
 	return f

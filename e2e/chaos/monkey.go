@@ -45,6 +45,15 @@ var Failpoints = map[string][]string{
 	devstack.Verifier: {"call:RecordReadback", "answer:RecordReadback", "reply:Verify"},
 }
 
+// failpointsOf are a process's failpoints: a kernel replica's are the
+// kernel's.
+func failpointsOf(name string) []string {
+	if strings.HasPrefix(name, devstack.Kernel+"-") {
+		return Failpoints[devstack.Kernel]
+	}
+	return Failpoints[name]
+}
+
 // restartWait bounds one restart of a process.
 const restartWait = 90 * time.Second
 
@@ -64,8 +73,8 @@ type monkey struct {
 
 func newMonkey(st *devstack.Stack, o Options, rng *rand.Rand, fig *Figures) *monkey {
 	m := &monkey{st: st, o: o, rng: rng, fig: fig, points: map[string][]string{}, next: map[string]int{}}
-	for _, p := range Processes {
-		points := slices.Clone(Failpoints[p])
+	for _, p := range o.Processes {
+		points := slices.Clone(failpointsOf(p))
 		rng.Shuffle(len(points), func(i, j int) { points[i], points[j] = points[j], points[i] })
 		m.points[p] = points
 	}
@@ -80,7 +89,7 @@ func (m *monkey) run(ctx context.Context) error {
 	for {
 		if len(round) == 0 {
 			// Every process is killed once per round, in a new order.
-			round = slices.Clone(Processes)
+			round = slices.Clone(m.o.Processes)
 			m.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
 		name := round[0]
@@ -175,7 +184,7 @@ func (m *monkey) await(ctx context.Context, name, point string) error {
 // starts the process again.
 func (m *monkey) unexpected(name string) error {
 	m.fig.unexpected(fmt.Sprintf("%s died on its own; see %s", name, m.st.LogPath(name)))
-	if !slices.Contains(Processes, name) {
+	if !slices.Contains(m.o.Processes, name) {
 		return fmt.Errorf("%s died and cannot be restarted; see %s", name, m.st.LogPath(name))
 	}
 	_, err := m.restart(name, "")

@@ -27,7 +27,7 @@ func (r *Report) Problems() []string {
 		out = append(out, "loop failed: "+o.String())
 	}
 	add("unexpected death", r.Figures.Unexpected)
-	for _, p := range Processes {
+	for _, p := range r.Options.Processes {
 		if k := r.Figures.Kills[p]; k.Random+k.Failpoint == 0 {
 			out = append(out, "never killed: "+p)
 		}
@@ -79,10 +79,14 @@ func (r *Report) Write(w io.Writer) error {
 		o.RefundLoops, o.DeskLoops, o.Workers, o.Seed, o.CapabilityTTL, r.Elapsed.Round(time.Second), r.Total.Round(time.Second)))
 	row("loops finished", fmt.Sprintf("%d of %d (read → propose → execute → readback VERIFIED)", len(f.Loops)-failed, len(f.Loops)))
 	row("")
-	row("SIGKILLs", "kernel", "evidence", "action", "verifier", "total")
+	header := []any{"SIGKILLs"}
+	for _, p := range r.Options.Processes {
+		header = append(header, p)
+	}
+	row(append(header, "total")...)
 	var random, atPoint []any
 	var tr, tf int
-	for _, p := range Processes {
+	for _, p := range r.Options.Processes {
 		k := f.Kills[p]
 		random, atPoint = append(random, k.Random), append(atPoint, k.Failpoint)
 		tr, tf = tr+k.Random, tf+k.Failpoint
@@ -103,8 +107,8 @@ func (r *Report) Write(w io.Writer) error {
 	row("capabilities re-proposed", f.Reproposals)
 	row("")
 	row("failpoint", "armed", "fired", "not reached")
-	for _, p := range Processes {
-		for _, name := range Failpoints[p] {
+	for _, p := range r.Options.Processes {
+		for _, name := range failpointsOf(p) {
 			c := f.Failpoints[name]
 			if c == nil {
 				c = &FailpointCount{}

@@ -1,13 +1,17 @@
 package demo
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
@@ -71,12 +75,24 @@ func Main(ctx context.Context, args []string, out io.Writer) (err error) {
 	}()
 	fmt.Fprintf(out, "kernel agent %s, adapter %s, governance %s; evidence %s; action %s; verifier %s\n",
 		st.Kernel.Agent, st.Kernel.Adapter, st.Kernel.Governance, st.Info.Evidence, st.Info.Action, st.Info.Verifier)
+	metrics := "http://" + st.Addr(devstack.Kernel, "metrics") + "/metrics"
+	before, err := decisionCounters(ctx, metrics)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "the kernel's metrics: curl %s\n", metrics)
 	s, err := NewStory(ctx, st, filepath.Join(binDir, "ambitctl"), out)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	storyErr := s.Run(ctx)
+	after, err := decisionCounters(ctx, metrics)
+	if err != nil {
+		return errors.Join(storyErr, err)
+	}
+	s.printf("\n")
+	s.expect(after.total() > before.total(), "the kernel's decision counters moved: %s → %s", before, after)
 	if storyErr != nil {
 		fmt.Fprintf(out, "\n%v\n", storyErr)
 	}
@@ -96,4 +112,48 @@ func Main(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	fmt.Fprintln(out, "every step happened as expected")
 	return nil
+}
+
+// counters are the kernel's ambit_decisions_total by outcome.
+type counters map[string]float64
+
+func (c counters) total() (n float64) {
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func (c counters) String() string {
+	return fmt.Sprintf("allow %g, review %g, deny %g", c["allow"], c["review"], c["deny"])
+}
+
+// decisionCounters reads the kernel's decision counters from its metrics
+// listener, as curl would.
+func decisionCounters(ctx context.Context, url string) (counters, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the kernel's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	out := counters{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, `ambit_decisions_total{outcome="`)
+		if !ok {
+			continue
+		}
+		outcome, value, _ := strings.Cut(rest, `"} `)
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("read the kernel's metrics: %q: %w", line, err)
+		}
+		out[outcome] = v
+	}
+	return out, sc.Err()
 }

@@ -20,6 +20,9 @@ import (
 
 // Read names a read an evidence adapter is about to make.
 type Read struct {
+	// Sidecar is the evidence adapter asking, as the kernel authenticated
+	// it; a per-agent one reads only for its agent's tasks.
+	Sidecar   string
 	Agent     string // as the evidence adapter authenticated it
 	TaskID    string
 	Purpose   string
@@ -36,15 +39,19 @@ type ReadGrant = kernelv1.AuthorizeReadResponse
 // the record — a read stays on the task's bound record. It answers the
 // provenance, the derived fields' expressions, the quarantined fields and
 // the confinement the adapter must apply, or refuses naming what is outside
-// the grant.
+// the grant. An evidence adapter that serves one agent reads only for that
+// agent's tasks.
 func (k *Kernel) AuthorizeRead(ctx context.Context, r Read) (*ReadGrant, error) {
 	if r.Agent == "" || r.TaskID == "" || r.Purpose == "" || r.Source == "" || r.RecordKey == "" || len(r.Fields) == 0 {
 		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "agent, task_id, purpose, source, record_key and fields are required")
 	}
 	var out *ReadGrant
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		b, err := k.taskContract(tx, r.TaskID)
 		if err != nil {
+			return err
+		}
+		if err := k.serves.forTask(r.Sidecar, r.TaskID, b.agent); err != nil {
 			return err
 		}
 		if err := b.actor(r.TaskID, r.Agent); err != nil {
@@ -135,7 +142,8 @@ type Recorded struct {
 // version differs from the last one seen, every outstanding capability and
 // open approval on the record is revoked (coupling rule 3: state change
 // cancels inherited reach); when it differs from the version the task is
-// bound to, the change is kept and the read refused.
+// bound to, the change is kept and the read refused. An evidence adapter
+// that serves one agent records only for that agent's tasks.
 func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receiptv1.Envelope) (Recorded, error) {
 	var r receiptv1.EvidenceReceipt
 	if err := k.ev.Open(env, caller, &r); err != nil {
@@ -149,10 +157,13 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 	}
 	var out Recorded
 	var stale error
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, r.GetTaskId())
 		if err != nil {
+			return err
+		}
+		if err := k.serves.forTask(caller, r.GetTaskId(), b.agent); err != nil {
 			return err
 		}
 		grant, err := k.checkRead(b, Read{TaskID: r.GetTaskId(), Purpose: b.eval.Purpose, Source: r.GetSource(), RecordKey: r.GetRecordKey(), Fields: r.GetFields()})
@@ -220,7 +231,7 @@ func sameSet(a, b []string) bool {
 
 // noteVersion records a record's observed state version and, when it
 // differs from the last one seen, revokes what depended on the old one.
-func (k *Kernel) noteVersion(tx *store.Tx, source, key, version string, now time.Time) (Recorded, error) {
+func (k *Kernel) noteVersion(tx store.Tx, source, key, version string, now time.Time) (Recorded, error) {
 	var out Recorded
 	prev, seen, err := tx.RecordVersion(source, key)
 	if err != nil {
@@ -253,7 +264,7 @@ func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version str
 		return Recorded{}, refuse(ErrInvalid, "INVALID_REQUEST", "source and record_key are required")
 	}
 	var out Recorded
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		if !observedAt.IsZero() {
 			newer, err := tx.NewerRead(source, key, observedAt)
 			if err != nil || newer {
@@ -282,7 +293,7 @@ const watchWindow = 24 * time.Hour
 // approvals — with the version the kernel last saw of each.
 func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord, error) {
 	var out []*kernelv1.WatchedRecord
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow))
 		if err != nil {
 			return err
@@ -302,7 +313,7 @@ func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord,
 
 // revoke revokes outstanding capabilities and cancels open approvals on a
 // record or of a task, journaling each.
-func (k *Kernel) revoke(tx *store.Tx, record, taskID, note string, now time.Time) ([]string, error) {
+func (k *Kernel) revoke(tx store.Tx, record, taskID, note string, now time.Time) ([]string, error) {
 	caps, err := tx.Outstanding(record, taskID)
 	if err != nil {
 		return nil, err
@@ -349,8 +360,10 @@ type Redeemed struct {
 // redemption of an unexpired, unrevoked capability whose record is still at
 // its bound state version succeeds once; a repeat with the same key while
 // the commitment is open is a retry; a closed, failed or revoked
-// commitment refuses it (the capability package's table decides).
-func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, key, holder string) (Redeemed, error) {
+// commitment refuses it (the capability package's table decides). The
+// sidecar is the action adapter presenting it, as the kernel authenticated
+// it: one that serves one agent redeems only that agent's capabilities.
+func (k *Kernel) Redeem(ctx context.Context, sidecar string, env *receiptv1.Envelope, key, holder string) (Redeemed, error) {
 	var c receiptv1.Capability
 	if err := k.self.Open(env, k.signer.KeyID(), &c); err != nil {
 		return Redeemed{}, refuse(ErrDenied, "CAPABILITY_INVALID", "capability: %v", err)
@@ -361,8 +374,12 @@ func (k *Kernel) Redeem(ctx context.Context, env *receiptv1.Envelope, key, holde
 	if holder != "" && holder != c.GetHolder() {
 		return Redeemed{}, refuse(ErrDenied, "CAPABILITY_NOT_HOLDER", "capability %s was issued to another agent than %q", c.GetCapabilityId(), holder)
 	}
+	if err := k.serves.forCapability(sidecar, c.GetCapabilityId(), c.GetHolder()); err != nil {
+		k.log.Info("redemption refused", zap.String("capability", c.GetCapabilityId()), zap.String("sidecar", sidecar), zap.Error(err))
+		return Redeemed{}, err
+	}
 	var out Redeemed
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, c.GetCapabilityId())
 		if err != nil {
@@ -420,7 +437,7 @@ func closedNote(row store.Capability, status capability.Status) string {
 }
 
 // issued returns a capability this kernel issued.
-func issued(tx *store.Tx, id string) (store.Capability, error) {
+func issued(tx store.Tx, id string) (store.Capability, error) {
 	row, err := tx.Capability(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return row, refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", id)
@@ -435,6 +452,8 @@ func splitRecord(r string) (string, string) {
 
 // RecordEffect logs a signed effect receipt from the action adapter that
 // redeemed the capability. Recording the same receipt again is a no-op.
+// An action adapter that serves one agent records only effects of that
+// agent's capabilities.
 func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, uint64, error) {
 	var r receiptv1.EffectReceipt
 	if err := k.act.Open(env, caller, &r); err != nil {
@@ -442,10 +461,13 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	}
 	var out *agentv1.Commitment
 	var index uint64
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {
+			return err
+		}
+		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
 			return err
 		}
 		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || !sameCall(row, r.GetCall()) {
@@ -490,7 +512,8 @@ func sameCall(row store.Capability, call *contractv1.ToolCall) bool {
 }
 
 // RecordReadback logs a signed readback receipt and closes the commitment
-// when verified, or marks it failed.
+// when verified, or marks it failed. A verifier that serves one agent
+// reads back only that agent's effects.
 func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, uint64, error) {
 	var r receiptv1.ReadbackReceipt
 	if err := k.ver.Open(env, caller, &r); err != nil {
@@ -505,10 +528,13 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 	}
 	var out *agentv1.Commitment
 	var index uint64
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		row, err := issued(tx, r.GetCapabilityId())
 		if err != nil {
+			return err
+		}
+		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
 			return err
 		}
 		if r.GetIdempotencyKey() != row.IdempotencyKey {

@@ -154,7 +154,7 @@ func TestStateChangeCancelsReach(t *testing.T) {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
 
-	_, err := w.k.Redeem(w.ctx, allow.GetCapability(), c.GetIdempotencyKey(), agentName)
+	_, err := w.k.Redeem(w.ctx, actionID, allow.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
 
 	cancelled, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_CANCELLED)
@@ -200,7 +200,7 @@ func TestStateChangeBlocksRedemption(t *testing.T) {
 		t.Errorf("Recorded = %+v, want a state change revoking nothing already redeemed", rec)
 	}
 	// A retry of the redeemed capability is still a retry.
-	r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	r, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || r.First {
 		t.Errorf("retry after state change = %+v, %v; want a retry", r, err)
 	}
@@ -235,7 +235,7 @@ func TestRedeem(t *testing.T) {
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
 			before := len(w.entries())
-			_, err := w.k.Redeem(w.ctx, tt.env, tt.key, tt.holder)
+			_, err := w.k.Redeem(w.ctx, actionID, tt.env, tt.key, tt.holder)
 			wantRefusal(t, err, tt.kind, tt.reason)
 			if after := len(w.entries()); after != before {
 				t.Errorf("a refused redemption journaled %d entries", after-before)
@@ -244,7 +244,7 @@ func TestRedeem(t *testing.T) {
 	}
 
 	before := len(w.entries())
-	first, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	first, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || !first.First {
 		t.Fatalf("first Redeem = %+v, %v", first, err)
 	}
@@ -254,7 +254,7 @@ func TestRedeem(t *testing.T) {
 	if diff := cmp.Diff([]string{"redeem"}, kinds(w.entries()[before:])); diff != "" {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
-	again, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	again, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	if err != nil || again.First {
 		t.Fatalf("second Redeem = %+v, %v; want a retry", again, err)
 	}
@@ -263,13 +263,13 @@ func TestRedeem(t *testing.T) {
 		t.Fatalf("RecordEffect: %v", err)
 	}
 	// Still open: a retry is allowed.
-	if r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
+	if r, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
 		t.Fatalf("Redeem after effect = %+v, %v; want a retry", r, err)
 	}
 	if _, _, err := w.k.RecordReadback(w.ctx, verifierID, w.readback(c, "rb-1", "eff-1", receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED)); err != nil {
 		t.Fatalf("RecordReadback: %v", err)
 	}
-	_, err = w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	_, err = w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_USED")
 }
 
@@ -289,7 +289,7 @@ func TestRedeemExpired(t *testing.T) {
 			w.canonicalTask(task)
 			d, c := w.allowed(task)
 			w.clock.Advance(tt.advance)
-			r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+			r, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 			if tt.ok {
 				if err != nil || !r.First {
 					t.Fatalf("Redeem = %+v, %v; want first", r, err)

@@ -87,7 +87,7 @@ func TestConcurrentRedeemOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := w.k.Redeem(w.ctx, proto.CloneOf(d.GetCapability()), c.GetIdempotencyKey(), agentName)
+			r, err := w.k.Redeem(w.ctx, actionID, proto.CloneOf(d.GetCapability()), c.GetIdempotencyKey(), agentName)
 			firsts[i], errs[i] = r.First, err
 			if err == nil && r.Commitment.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED {
 				errs[i] = fmt.Errorf("commitment %s", r.Commitment.GetStatus())

@@ -52,7 +52,7 @@ func (b *bound) classIfNotCanonical() string {
 
 // taskContract returns the contract a task is bound to, with its current
 // ledger class.
-func (k *Kernel) taskContract(tx *store.Tx, taskID string) (*bound, error) {
+func (k *Kernel) taskContract(tx store.Tx, taskID string) (*bound, error) {
 	task, err := tx.Task(taskID)
 	itemID := task.ItemID
 	if errors.Is(err, store.ErrNotFound) {

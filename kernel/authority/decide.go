@@ -96,7 +96,7 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 	start := time.Now()
 	var out *Decided
 	var d evaluate.Decision
-	err = k.store.Update(ctx, func(tx *store.Tx) error {
+	err = k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		if p.RequestID != "" {
 			prior, found, err := k.repeated(tx, &p, call)
@@ -144,7 +144,7 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 }
 
 // repeated answers a repeat of an earlier request id with the first answer.
-func (k *Kernel) repeated(tx *store.Tx, p *Proposal, call *toolcall.Call) (*Decided, bool, error) {
+func (k *Kernel) repeated(tx store.Tx, p *Proposal, call *toolcall.Call) (*Decided, bool, error) {
 	r, err := tx.Request(p.TaskID, p.RequestID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
@@ -163,7 +163,7 @@ func (k *Kernel) repeated(tx *store.Tx, p *Proposal, call *toolcall.Call) (*Deci
 	return &out, true, nil
 }
 
-func (k *Kernel) gather(tx *store.Tx, p *Proposal, call *toolcall.Call, now time.Time) (*gathered, error) {
+func (k *Kernel) gather(tx store.Tx, p *Proposal, call *toolcall.Call, now time.Time) (*gathered, error) {
 	b, err := k.taskContract(tx, p.TaskID)
 	if err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func (k *Kernel) gather(tx *store.Tx, p *Proposal, call *toolcall.Call, now time
 	return g, nil
 }
 
-func (k *Kernel) persist(tx *store.Tx, p *Proposal, call *toolcall.Call, g *gathered, facts *evaluate.Facts, d *evaluate.Decision, now time.Time) (*Decided, error) {
+func (k *Kernel) persist(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered, facts *evaluate.Facts, d *evaluate.Decision, now time.Time) (*Decided, error) {
 	head, err := tx.Head()
 	if err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func receipts(cs []cited) []*receiptv1.EvidenceReceipt {
 }
 
 // appendEnvelope journals a signed receipt and returns its leaf index.
-func (k *Kernel) appendEnvelope(tx *store.Tx, at time.Time, kind, ref string, env *receiptv1.Envelope) (uint64, error) {
+func (k *Kernel) appendEnvelope(tx store.Tx, at time.Time, kind, ref string, env *receiptv1.Envelope) (uint64, error) {
 	body, err := proto.Marshal(env)
 	if err != nil {
 		return 0, err
@@ -309,7 +309,7 @@ func (k *Kernel) appendEnvelope(tx *store.Tx, at time.Time, kind, ref string, en
 // adapter's signature over those bytes when it recorded them, so an
 // identical envelope is that verification, without a second signature
 // check on every proposal; a re-signed or stripped envelope differs.
-func (k *Kernel) openEvidence(tx *store.Tx, taskID string, envs []*receiptv1.Envelope) ([]cited, error) {
+func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Envelope) ([]cited, error) {
 	out := make([]cited, 0, len(envs))
 	seen := map[string]bool{}
 	for i, env := range envs {
@@ -345,7 +345,7 @@ func (k *Kernel) openEvidence(tx *store.Tx, taskID string, envs []*receiptv1.Env
 var evidenceType = string((&receiptv1.EvidenceReceipt{}).ProtoReflect().Descriptor().FullName())
 
 // usableApproval returns an APPROVED approval for exactly this call.
-func (k *Kernel) usableApproval(tx *store.Tx, id, taskID, hash string) (store.Approval, error) {
+func (k *Kernel) usableApproval(tx store.Tx, id, taskID, hash string) (store.Approval, error) {
 	a, err := tx.Approval(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return a, refuse(ErrNotFound, "APPROVAL_NOT_FOUND", "approval %q does not exist", id)
@@ -364,7 +364,7 @@ func (k *Kernel) usableApproval(tx *store.Tx, id, taskID, hash string) (store.Ap
 
 // issue creates, records and signs a one-time capability for exactly the
 // decided call, and consumes the approval it used.
-func (k *Kernel) issue(tx *store.Tx, g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Envelope, store.Capability, error) {
+func (k *Kernel) issue(tx store.Tx, g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Envelope, store.Capability, error) {
 	expires := now.Add(k.ttl)
 	if vu := g.b.eval.ValidUntil; vu.Before(expires) {
 		expires = vu

@@ -22,13 +22,13 @@ import (
 // journal exactly, in commit order. A refusal changes nothing; an update
 // that applied a transition but did not commit restores the ledger from the
 // journal.
-func (k *Kernel) ledgerUpdate(ctx context.Context, fn func(tx *store.Tx, now time.Time) error) error {
+func (k *Kernel) ledgerUpdate(ctx context.Context, fn func(tx store.Tx, now time.Time) error) error {
 	k.ledger.wmu.Lock()
 	defer k.ledger.wmu.Unlock()
-	err := k.store.UpdateAlone(ctx, func(tx *store.Tx) error {
+	err := k.store.UpdateAlone(ctx, func(tx store.Tx) error {
 		return fn(tx, k.clock())
 	})
-	if rerr := k.ledger.restore(context.WithoutCancel(ctx), k.store); rerr != nil {
+	if rerr := k.ledger.restore(context.WithoutCancel(ctx)); rerr != nil {
 		return errors.Join(err, rerr)
 	}
 	return canonRefusal(err)
@@ -100,7 +100,7 @@ func (k *Kernel) ResolveConflict(ctx context.Context, actor, id, note string) (c
 // lose their outstanding capabilities: a policy change cancels inherited
 // reach.
 func (k *Kernel) SupersedeItem(ctx context.Context, actor, old, replacement string) (canon.Classified, canon.Classified, error) {
-	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+	err := k.ledgerUpdate(ctx, func(tx store.Tx, now time.Time) error {
 		if err := k.ledger.apply(tx, canon.Transition{Kind: canon.Supersede, At: now, Actor: actor, ItemID: old, OtherID: replacement}); err != nil {
 			return err
 		}
@@ -135,9 +135,9 @@ func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem str
 	if childTask != "" && childAgent == "" {
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "binding child task %q needs the child agent", childTask)
 	}
-	var bind func(tx *store.Tx, now time.Time) error
+	var bind func(tx store.Tx, now time.Time) error
 	if childTask != "" {
-		bind = func(tx *store.Tx, now time.Time) error { return k.bind(tx, now, childTask, childItem, childAgent) }
+		bind = func(tx store.Tx, now time.Time) error { return k.bind(tx, now, childTask, childItem, childAgent) }
 	}
 	return k.transition(ctx, childItem, bind, canon.Transition{
 		Kind: canon.DeriveHandoff, Actor: actor, ItemID: parent, Filter: filter,
@@ -155,8 +155,8 @@ func (k *Kernel) DeriveHandoff(ctx context.Context, actor, parent, childItem str
 }
 
 // transition applies t and then, when set, then — both in one commit.
-func (k *Kernel) transition(ctx context.Context, id string, then func(*store.Tx, time.Time) error, t canon.Transition) (canon.Classified, error) {
-	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+func (k *Kernel) transition(ctx context.Context, id string, then func(store.Tx, time.Time) error, t canon.Transition) (canon.Classified, error) {
+	err := k.ledgerUpdate(ctx, func(tx store.Tx, now time.Time) error {
 		t.At = now
 		if err := k.ledger.apply(tx, t); err != nil {
 			return err
@@ -214,7 +214,7 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent stri
 	case c.Item.GetHandoffParentRef() == "" && c.Item.GetContract().GetBinding().GetTaskId() != taskID:
 		return c, refuse(ErrInvalid, "BINDING_MISMATCH", "contract %q is bound to task %q, not %q", itemID, c.Item.GetContract().GetBinding().GetTaskId(), taskID)
 	}
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		return k.bind(tx, k.clock(), taskID, itemID, agent)
 	})
 	if err != nil {
@@ -226,7 +226,7 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent stri
 
 // bind binds a task to an item and agent in tx, revoking what a previous
 // binding issued.
-func (k *Kernel) bind(tx *store.Tx, now time.Time, taskID, itemID, agent string) error {
+func (k *Kernel) bind(tx store.Tx, now time.Time, taskID, itemID, agent string) error {
 	prev, err := tx.Task(taskID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -256,7 +256,7 @@ func (k *Kernel) Approvals(ctx context.Context, state kernelv1.ApprovalState) ([
 		state = kernelv1.ApprovalState_APPROVAL_STATE_PENDING
 	}
 	var out []*kernelv1.Approval
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		rows, err := tx.Approvals(state)
 		for _, r := range rows {
 			out = append(out, r.Body)
@@ -270,7 +270,7 @@ func (k *Kernel) Approvals(ctx context.Context, state kernelv1.ApprovalState) ([
 // governance identity: never the agent that asked.
 func (k *Kernel) DecideApproval(ctx context.Context, actor, id string, approve bool, note string) (*kernelv1.Approval, error) {
 	var out *kernelv1.Approval
-	err := k.store.Update(ctx, func(tx *store.Tx) error {
+	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		a, err := tx.Approval(id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -306,7 +306,7 @@ func (k *Kernel) DecideApproval(ctx context.Context, actor, id string, approve b
 // Commitments lists a task's commitments (all tasks' for an empty id).
 func (k *Kernel) Commitments(ctx context.Context, taskID string) ([]*agentv1.Commitment, error) {
 	var out []*agentv1.Commitment
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		caps, err := tx.Capabilities(taskID)
 		now := k.clock()
 		for _, c := range caps {

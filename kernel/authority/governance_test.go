@@ -137,7 +137,7 @@ func TestSupersedeItem(t *testing.T) {
 	}
 
 	// Its outstanding capability was revoked.
-	_, err = w.k.Redeem(w.ctx, w.sign(w.kernel, c), c.GetIdempotencyKey(), agentName)
+	_, err = w.k.Redeem(w.ctx, actionID, w.sign(w.kernel, c), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
 	commitments, err := w.k.Commitments(w.ctx, task)
 	if err != nil {
@@ -267,7 +267,7 @@ func TestRestartReplaysLedger(t *testing.T) {
 	}
 	// The capability issued before the restart is redeemed once after it.
 	w.redeemed(d.GetCapability(), c)
-	if r, err := w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
+	if r, err := w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName); err != nil || r.First {
 		t.Errorf("second redemption after restart = %+v, %v", r, err)
 	}
 	if rep, err := w.k.VerifyLog(w.ctx, nil); err != nil || !rep.OK {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/kernel/store/storetest"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,8 @@ type world struct {
 	action   *envelope.Signer
 	verifier *envelope.Signer
 	stranger *envelope.Signer // a key the kernel does not know
+	// serves binds the adapters' identities to agents (none: shared).
+	serves   authority.Serves
 	ids      atomic.Int64
 	receipts atomic.Int64
 }
@@ -97,7 +100,13 @@ func newSigner(t testing.TB, id string) (*envelope.Signer, ed25519.PublicKey) {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	w := &world{t: t, ctx: context.Background(), path: filepath.Join(t.TempDir(), "k.db"), clock: &clock{now: start}, keys: envelope.Keyring{}}
+	return newWorldAt(t, storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")))
+}
+
+// newWorldAt is newWorld with its store at dsn.
+func newWorldAt(t testing.TB, dsn string) *world {
+	t.Helper()
+	w := &world{t: t, ctx: context.Background(), path: dsn, clock: &clock{now: start}, keys: envelope.Keyring{}}
 	for _, p := range []struct {
 		id string
 		s  **envelope.Signer
@@ -128,7 +137,7 @@ func (w *world) options(st *store.Store) authority.Options {
 		Store:  st,
 		Signer: w.kernel,
 		Keys:   w.keys,
-		Peers:  authority.Peers{Evidence: []string{evidenceID}, Action: []string{actionID}, Verifier: []string{verifierID}},
+		Peers:  authority.Peers{Evidence: []string{evidenceID}, Action: []string{actionID}, Verifier: []string{verifierID}, Serves: w.serves},
 		Authorities: canon.Authorities{
 			ledgerv1.Scope_SCOPE_TASK:         {owner},
 			ledgerv1.Scope_SCOPE_ORGANISATION: {owner},
@@ -358,7 +367,7 @@ func (w *world) readback(c *receiptv1.Capability, id, effectID string, status re
 // redeemed redeems c for its own effect and fails unless it is the first.
 func (w *world) redeemed(env *receiptv1.Envelope, c *receiptv1.Capability) {
 	w.t.Helper()
-	r, err := w.k.Redeem(w.ctx, env, c.GetIdempotencyKey(), agentName)
+	r, err := w.k.Redeem(w.ctx, actionID, env, c.GetIdempotencyKey(), agentName)
 	if err != nil || !r.First {
 		w.t.Fatalf("Redeem = %+v, %v; want first", r, err)
 	}

@@ -2,7 +2,7 @@ package authority_test
 
 import (
 	"bytes"
-	"database/sql"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"slices"
 	"testing"
 
@@ -117,7 +117,7 @@ func TestJournalRecordsEverything(t *testing.T) {
 	}
 
 	// Editing an entry behind the kernel's back is detected.
-	db, err := sql.Open("sqlite", "file:"+w.path)
+	db, err := sqldb.Open(w.path)
 	if err != nil {
 		t.Fatal(err)
 	}

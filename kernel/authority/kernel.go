@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"go.uber.org/zap"
@@ -21,11 +22,34 @@ type Peers struct {
 	Evidence []string
 	Action   []string
 	Verifier []string
+	// Serves binds per-agent sidecars to their agent; a peer it does not
+	// name serves every agent.
+	Serves Serves
 }
+
+// Store is the kernel's database as its core uses it: transactions over
+// the grant store, and the journal. [store.Store] is it, on SQLite or on a
+// PostgreSQL database that kernel replicas share.
+type Store interface {
+	// Update runs fn in a write transaction, group-committed with others;
+	// UpdateAlone in a commit of its own, its OnCommit hooks run before any
+	// later update starts.
+	Update(ctx context.Context, fn func(tx store.Tx) error) error
+	UpdateAlone(ctx context.Context, fn func(tx store.Tx) error) error
+	// View runs fn in a transaction that is rolled back.
+	View(ctx context.Context, fn func(tx store.Tx) error) error
+	journal.Reader
+	Head(ctx context.Context) (journal.TreeHead, error)
+	VerifyJournal(ctx context.Context, trusted []journal.TreeHead) (journal.Report, error)
+	// Follow receives the journal entries other replicas commit.
+	Follow(fn func(ctx context.Context, entries []journal.Entry) error)
+}
+
+var _ Store = (*store.Store)(nil)
 
 // Options configure a Kernel.
 type Options struct {
-	Store  *store.Store
+	Store  Store
 	Signer *envelope.Signer
 	// Keys holds the public keys of every peer named in Peers and the
 	// kernel's own.
@@ -43,12 +67,13 @@ type Options struct {
 
 // Kernel is the authority kernel's core. It is safe for concurrent use.
 type Kernel struct {
-	store   *store.Store
+	store   Store
 	signer  *envelope.Signer
 	self    envelope.Keyring
 	ev      envelope.Keyring
 	act     envelope.Keyring
 	ver     envelope.Keyring
+	serves  Serves
 	auth    canon.Authorities
 	ttl     time.Duration
 	now     func() time.Time
@@ -99,6 +124,10 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	if k.ver, err = pick(o.Peers.Verifier); err != nil {
 		return nil, err
 	}
+	if err := o.Peers.Check(); err != nil {
+		return nil, fmt.Errorf("authority: peers: %w", err)
+	}
+	k.serves = o.Peers.Serves
 	if k.ttl <= 0 {
 		k.ttl = 5 * time.Minute
 	}
@@ -111,6 +140,9 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	if k.ledger, err = replayLedger(ctx, o.Store, o.Authorities); err != nil {
 		return nil, err
 	}
+	// Kernel replicas sharing the store each follow the others' ledger
+	// transitions.
+	o.Store.Follow(k.ledger.follow)
 	return k, nil
 }
 

@@ -69,7 +69,7 @@ func TestReadbackVerdicts(t *testing.T) {
 	if n := len(w.entries()) - before; n != 1 {
 		t.Errorf("the later readback journaled %d entries, want 1", n)
 	}
-	_, err = w.k.Redeem(w.ctx, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	_, err = w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_CLOSED")
 }
 

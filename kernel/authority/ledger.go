@@ -23,10 +23,18 @@ type ledger struct {
 	// wmu serialises transitions, from validation to publication, so that
 	// memory changes in the journal's commit order.
 	wmu sync.Mutex
+	// smu guards state, dirty and seen against the two goroutines that
+	// change them outside wmu: the store's, folding other replicas'
+	// transitions (follow), and a failed transition's caller (restore).
+	smu sync.Mutex
 	// state is the fold of the committed transitions plus, while a
 	// transition's update is in flight, that transition (dirty).
 	state *canon.State
 	dirty bool
+	// seen is the journal position of the last transition in state.
+	seen int64
+	// reader re-reads the journal when state must be rebuilt.
+	reader journal.Reader
 
 	// mu guards what readers see: the classes as of the last commit.
 	mu   sync.RWMutex
@@ -42,12 +50,15 @@ func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities)
 	if err != nil {
 		return nil, fmt.Errorf("replay ledger: %w", err)
 	}
-	l := &ledger{auth: auth}
+	l := &ledger{auth: auth, reader: s}
 	st, err := foldLedger(entries, time.Time{}, auth)
 	if err != nil {
 		return nil, err
 	}
 	l.set(st)
+	if len(entries) > 0 {
+		l.seen = entries[len(entries)-1].Seq
+	}
 	return l, nil
 }
 
@@ -59,13 +70,9 @@ func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities
 		if e.Kind != journalKindCanon {
 			continue
 		}
-		var p ledgerv1.Transition
-		if err := proto.Unmarshal(e.Body, &p); err != nil {
-			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
-		}
-		t, err := canon.TransitionFromProto(&p)
+		t, err := decodeTransition(e)
 		if err != nil {
-			return nil, fmt.Errorf("replay ledger entry %d: %w", e.Seq, err)
+			return nil, fmt.Errorf("replay ledger: %w", err)
 		}
 		ts = append(ts, t)
 	}
@@ -77,6 +84,19 @@ func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities
 		return nil, fmt.Errorf("replay ledger: %w", err)
 	}
 	return st, nil
+}
+
+// decodeTransition reads the canon transition a journal entry records.
+func decodeTransition(e journal.Entry) (canon.Transition, error) {
+	var p ledgerv1.Transition
+	if err := proto.Unmarshal(e.Body, &p); err != nil {
+		return canon.Transition{}, fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+	}
+	t, err := canon.TransitionFromProto(&p)
+	if err != nil {
+		return canon.Transition{}, fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+	}
+	return t, nil
 }
 
 // set classifies every item of st and makes it the ledger's state.
@@ -110,6 +130,8 @@ type committer interface {
 // Readers see it once tx commits, and not before; the caller holds wmu (see
 // Kernel.ledgerUpdate), which restores the state should tx not commit.
 func (l *ledger) apply(tx committer, t canon.Transition) error {
+	l.smu.Lock()
+	defer l.smu.Unlock()
 	if err := l.state.Apply(t, l.auth); err != nil {
 		return err // Apply leaves the state unchanged
 	}
@@ -122,15 +144,22 @@ func (l *ledger) apply(tx committer, t canon.Transition) error {
 	if t.Item != nil {
 		ref = t.Item.GetCanonItemId()
 	}
-	if _, err := tx.Append(t.At, journalKindCanon, ref, body); err != nil {
+	e, err := tx.Append(t.At, journalKindCanon, ref, body)
+	if err != nil {
 		return err
 	}
-	tx.OnCommit(l.publish)
+	tx.OnCommit(func() {
+		l.smu.Lock()
+		defer l.smu.Unlock()
+		l.seen = e.Seq
+		l.publish()
+	})
 	return nil
 }
 
 // publish makes the state's classes what readers see. It may follow any
-// number of state.Apply calls, and a swap of the state for another.
+// number of state.Apply calls, and a swap of the state for another. The
+// caller holds smu.
 func (l *ledger) publish() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -139,17 +168,61 @@ func (l *ledger) publish() {
 }
 
 // restore reloads the state from the journal after an update that applied a
-// transition did not commit. The caller holds wmu, so no transition commits
-// between the read and the swap.
-func (l *ledger) restore(ctx context.Context, s journal.Reader) error {
+// transition did not commit. The caller holds wmu, so no transition of this
+// kernel commits between the read and the swap.
+func (l *ledger) restore(ctx context.Context) error {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	return l.restoreLocked(ctx)
+}
+
+func (l *ledger) restoreLocked(ctx context.Context) error {
 	if !l.dirty {
 		return nil
 	}
-	fresh, err := replayLedger(ctx, s, l.auth)
+	fresh, err := replayLedger(ctx, l.reader, l.auth)
 	if err != nil {
 		return err
 	}
-	l.state = fresh.state
+	l.state, l.seen = fresh.state, fresh.seen
+	l.publish()
+	return nil
+}
+
+// follow folds in the transitions other kernel replicas committed to the
+// shared journal ([store.Store.Follow]); it runs before this kernel's next
+// update, so decisions and transitions always start from the whole ledger.
+func (l *ledger) follow(ctx context.Context, entries []journal.Entry) error {
+	l.smu.Lock()
+	defer l.smu.Unlock()
+	// A transition of this kernel that did not commit may still be in
+	// state, its caller not yet back to restore it: rebuild first (the
+	// rebuild holds the others' transitions too).
+	if err := l.restoreLocked(ctx); err != nil {
+		return err
+	}
+	var fresh []journal.Entry
+	for _, e := range entries {
+		if e.Kind == journalKindCanon && e.Seq > l.seen {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	for _, e := range fresh {
+		t, err := decodeTransition(e)
+		if err != nil {
+			return err
+		}
+		if err := l.state.Apply(t, l.auth); err != nil {
+			// The writer validated it against the same ledger: fail
+			// closed, and rebuild from the journal on the next try.
+			l.dirty = true
+			return fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+		}
+		l.seen = e.Seq
+	}
 	l.publish()
 	return nil
 }

@@ -53,7 +53,7 @@ func seedTasks(tb testing.TB, w *world, n int) {
 	tmpl := scaleContract(tb, "")
 	marshal := proto.MarshalOptions{Deterministic: true}
 	for lo := 0; lo < n; lo += perTx {
-		err := w.st.Update(w.ctx, func(tx *store.Tx) error {
+		err := w.st.Update(w.ctx, func(tx store.Tx) error {
 			for i := lo; i < min(n, lo+perTx); i++ {
 				task := scaleTask(i)
 				id := "CTR-" + task

@@ -31,7 +31,7 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "task_id and at least one fact are required")
 	}
 	out := &agentv1.GetSelfViewResponse{}
-	err := k.store.View(ctx, func(tx *store.Tx) error {
+	err := k.store.View(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, taskID)
 		if err != nil {
@@ -119,7 +119,7 @@ func (k *Kernel) capabilities(out *agentv1.GetSelfViewResponse, b *bound, caps [
 	}
 }
 
-func (k *Kernel) uncertainty(tx *store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {
+func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {
 	out := []string{}
 	if !b.canonical() {
 		out = append(out, fmt.Sprintf("contract is %s, not canonical: nothing can be granted", b.class))
@@ -186,7 +186,7 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 	ref := fmt.Sprintf("agent:%s/task:%s", agent, taskID)
 	id := k.newID("brq-")
 	existing := ""
-	err := k.ledgerUpdate(ctx, func(tx *store.Tx, now time.Time) error {
+	err := k.ledgerUpdate(ctx, func(tx store.Tx, now time.Time) error {
 		b, err := k.taskContract(tx, taskID)
 		if err != nil {
 			return err

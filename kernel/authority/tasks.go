@@ -37,7 +37,7 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 			contracts = append(contracts, c)
 		}
 	}
-	err = k.store.View(ctx, func(tx *store.Tx) error {
+	err = k.store.View(ctx, func(tx store.Tx) error {
 		tasks = nil
 		for _, c := range contracts {
 			ids, err := tx.TasksBoundTo(c.Item.GetCanonItemId())

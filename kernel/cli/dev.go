@@ -63,14 +63,28 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 	var examples names
 	fs.Var(&examples, "example", "enable the example whose manifest is `PATH` (example.yaml or its folder); repeatable (default: every example under the bin folder's ../examples)")
 	agents := fs.Int("agents", 1, "how many agent identities to create: agent, agent-2, …")
+	sidecars := fs.String("sidecars", string(devstack.SharedSidecars), "`topology` of the sidecars: shared (one evidence adapter, action adapter and verifier for every agent) or per-agent (each agent its own, and its own ambit-mcp, each with its own identity)")
+	purpose := fs.String("purpose", "", "with --sidecars per-agent, the `purpose` the agents' gateways serve (default: the first example's contract's)")
+	database := fs.String("database", "", "the kernel's database: an SQLite file (default DIR/kernel.db) or a postgres:// `URL`")
+	replicas := fs.Int("kernel-replicas", 1, "how many kernel processes share the database (more than one needs --database postgres://…)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: dev up DIR [--bin DIR] [--example PATH]... [--agents N]", ErrUsage)
+		return fmt.Errorf("%w: dev up DIR [--bin DIR] [--example PATH]... [--agents N] [--sidecars shared|per-agent [--purpose P]] [--database URL [--kernel-replicas N]]", ErrUsage)
 	}
 	if *agents < 1 {
 		return fmt.Errorf("%w: --agents must be at least 1", ErrUsage)
+	}
+	if *replicas < 1 {
+		return fmt.Errorf("%w: --kernel-replicas must be at least 1", ErrUsage)
+	}
+	topology := devstack.Topology(*sidecars)
+	if topology != devstack.SharedSidecars && topology != devstack.PerAgentSidecars {
+		return fmt.Errorf("%w: --sidecars must be %s or %s, not %q", ErrUsage, devstack.SharedSidecars, devstack.PerAgentSidecars, *sidecars)
+	}
+	if *purpose != "" && topology != devstack.PerAgentSidecars {
+		return fmt.Errorf("%w: --purpose is for the gateways of --sidecars per-agent", ErrUsage)
 	}
 	if *bin == "" {
 		self, err := os.Executable()
@@ -88,13 +102,25 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 		examples = found
 	}
 	fmt.Fprintf(env.Stdout, "starting the stack in %s (binaries from %s; examples: %s)\n", fs.Arg(0), *bin, strings.Join(examples, ", "))
-	s, err := devstack.Start(ctx, devstack.Options{Dir: fs.Arg(0), BinDir: *bin, Examples: examples, Agents: *agents})
+	s, err := devstack.Start(ctx, devstack.Options{Dir: fs.Arg(0), BinDir: *bin, Examples: examples, Agents: *agents,
+		Sidecars: topology, Purpose: *purpose, Database: *database, KernelReplicas: *replicas})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "kernel: agent %s, adapter %s, governance %s\nevidence %s, action %s, verifier %s\nagents %s; key folders in %s; logs in %s\n",
-		s.Kernel.Agent, s.Kernel.Adapter, s.Kernel.Governance, s.Info.Evidence, s.Info.Action, s.Info.Verifier,
-		strings.Join(s.Agents, ", "), s.PKI, filepath.Dir(s.LogPath(devstack.Kernel)))
+	fmt.Fprintf(env.Stdout, "kernel: agent %s, adapter %s, governance %s\n", s.Kernel.Agent, s.Kernel.Adapter, s.Kernel.Governance)
+	for i, k := range s.KernelReplicas[min(1, len(s.KernelReplicas)):] {
+		fmt.Fprintf(env.Stdout, "kernel replica %d: agent %s, adapter %s, governance %s\n", i+2, k.Agent, k.Adapter, k.Governance)
+	}
+	if topology == devstack.PerAgentSidecars {
+		for _, a := range s.Agents {
+			own := s.Sidecars[a]
+			fmt.Fprintf(env.Stdout, "%s: evidence %s, action %s, verifier %s, mcp %s (task %s)\n", a, own.Evidence, own.Action, own.Verifier, own.MCP, own.Task)
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "evidence %s, action %s, verifier %s\n", s.Info.Evidence, s.Info.Action, s.Info.Verifier)
+	}
+	fmt.Fprintf(env.Stdout, "agents %s; configurations in %s; key folders in %s; logs in %s\n",
+		strings.Join(s.Agents, ", "), s.Dir, s.PKI, filepath.Dir(s.LogPath(devstack.Kernel)))
 	fmt.Fprintf(env.Stdout, "stack: %s\nrunning until SIGINT or SIGTERM\n", s.InfoPath())
 	var died error
 	select {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"io"
 	"os"
 	"slices"
@@ -197,6 +198,14 @@ func loadCheckpoints(path string, k *keyFlags) ([]checkpoint.Checkpoint, error) 
 // verifyDB opens a kernel database read-only and streams its journal
 // through journal.Verify.
 func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (journal.Report, error) {
+	if sqldb.IsPostgres(path) {
+		db, err := sqldb.OpenReadOnly(path)
+		if err != nil {
+			return journal.Report{}, err
+		}
+		defer db.Close()
+		return journal.Verify(ctx, db, trusted)
+	}
 	if _, err := os.Stat(path); err != nil {
 		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
 	}

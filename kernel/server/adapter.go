@@ -32,8 +32,12 @@ type Adapter struct {
 
 // AuthorizeRead checks a read before it happens.
 func (s *Adapter) AuthorizeRead(ctx context.Context, req *kernelv1.AuthorizeReadRequest) (*kernelv1.AuthorizeReadResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
 	g, err := s.K.AuthorizeRead(ctx, authority.Read{
-		Agent: req.GetAgent(), TaskID: req.GetTaskId(), Purpose: req.GetPurpose(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
+		Sidecar: who, Agent: req.GetAgent(), TaskID: req.GetTaskId(), Purpose: req.GetPurpose(), Source: req.GetSource(), RecordKey: req.GetRecordKey(), Fields: req.GetFields(),
 	})
 	return g, Status(err)
 }
@@ -53,7 +57,11 @@ func (s *Adapter) RecordEvidence(ctx context.Context, req *kernelv1.RecordEviden
 
 // RedeemCapability redeems a capability once.
 func (s *Adapter) RedeemCapability(ctx context.Context, req *kernelv1.RedeemCapabilityRequest) (*kernelv1.RedeemCapabilityResponse, error) {
-	r, err := s.K.Redeem(ctx, req.GetCapability(), req.GetIdempotencyKey(), req.GetHolder())
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.K.Redeem(ctx, who, req.GetCapability(), req.GetIdempotencyKey(), req.GetHolder())
 	if err != nil {
 		return nil, Status(err)
 	}

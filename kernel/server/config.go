@@ -3,9 +3,11 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"slices"
 	"time"
 
+	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	"github.com/ambitkernel/ambit/kernel/store"
@@ -25,7 +27,8 @@ const (
 // kernel's own.
 type Config struct {
 	service.Common `json:",inline"`
-	// Database is the SQLite file of the grant store and journal.
+	// Database holds the grant store and journal: an SQLite file (the
+	// embedded default), or a postgres:// URL that kernel replicas share.
 	Database   string           `json:"database"`
 	Durability store.Durability `json:"durability"`
 	// Listen holds the three listeners' addresses.
@@ -44,7 +47,8 @@ type Config struct {
 // Checkpoints configures the signed checkpoints of the journal.
 type Checkpoints struct {
 	// Dir receives the checkpoints, outside the database (default: the
-	// database's path with ".checkpoints").
+	// SQLite database's path with ".checkpoints"; required with
+	// PostgreSQL).
 	Dir string `json:"dir"`
 	// Origin names the log in its checkpoints (default
 	// "ambit-kernel/<identity>").
@@ -87,6 +91,17 @@ type Peers struct {
 	Evidence []string `json:"evidence"`
 	Action   []string `json:"action"`
 	Verifier []string `json:"verifier"`
+	// Serves binds per-agent sidecars to their agent: a sidecar's
+	// identity (one of the names above) → the one agent it serves. Such a
+	// sidecar is refused (PermissionDenied) a read, redemption, effect or
+	// readback for a task or capability of any other agent. A peer not
+	// named here is shared and serves every agent.
+	Serves map[string]string `json:"serves"`
+}
+
+// authority is the peers as the kernel's core takes them.
+func (p Peers) authority() authority.Peers {
+	return authority.Peers{Evidence: p.Evidence, Action: p.Action, Verifier: p.Verifier, Serves: p.Serves}
 }
 
 // ApplyDefaults fills unset keys with their defaults.
@@ -106,11 +121,17 @@ func (c *Config) Validate() error {
 	if c.Database == "" {
 		errs = append(errs, errors.New("database is required"))
 	}
+	if sqldb.IsPostgres(c.Database) && c.Checkpoints.Dir == "" {
+		errs = append(errs, errors.New("checkpoints.dir is required when database is a PostgreSQL URL"))
+	}
 	if c.Listen.Agent == "" || c.Listen.Adapter == "" || c.Listen.Governance == "" {
 		errs = append(errs, errors.New("listen.agent, listen.adapter and listen.governance are required"))
 	}
 	if c.Durability != store.DurabilityFull && c.Durability != store.DurabilityNormal {
 		errs = append(errs, fmt.Errorf("durability must be full or normal, got %q", c.Durability))
+	}
+	if err := c.Peers.authority().Check(); err != nil {
+		errs = append(errs, fmt.Errorf("peers.serves: %w", err))
 	}
 	if _, err := c.authorities(); err != nil {
 		errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"path/filepath"
 
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
@@ -44,7 +45,7 @@ func openLog(ctx context.Context, cfg *Config, st *store.Store, key ed25519.Priv
 	}
 	if !r.OK {
 		return nil, fmt.Errorf("%w (%s, size %d): %s: %s; refusing to start",
-			ErrJournal, filepath.Join(string(dir), checkpoint.Latest), latest.Head.Size, cfg.Database, r.Problem)
+			ErrJournal, filepath.Join(string(dir), checkpoint.Latest), latest.Head.Size, sqldb.Redact(cfg.Database), r.Problem)
 	}
 	log.Info("journal verified", zap.Int64("entries", r.Entries), zap.Int("checkpoints", r.Matched), zap.String("root", r.Head.String()))
 	return checkpoint.NewPublisher(checkpoint.Options{

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"io"
 	"net/url"
 	"slices"
@@ -73,7 +74,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		Store:         st,
 		Signer:        p.Signer,
 		Keys:          keys,
-		Peers:         authority.Peers(cfg.Peers),
+		Peers:         cfg.Peers.authority(),
 		Authorities:   auth,
 		CapabilityTTL: cfg.CapabilityTTL.D(DefaultCapabilityTTL),
 		Log:           p.Log,
@@ -111,7 +112,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		{Name: "agent", Addr: cfg.Listen.Agent, Server: agentSrv},
 		{Name: "adapter", Addr: cfg.Listen.Adapter, Server: adapterSrv},
 		{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
-	}, zap.String("database", cfg.Database), zap.String("durability", string(cfg.Durability)))
+	}, zap.String("database", sqldb.Redact(cfg.Database)), zap.String("durability", string(cfg.Durability)))
 	stopPublishing()
 	return errors.Join(err, <-published)
 }
@@ -134,6 +135,9 @@ func countDecisions(c *prometheus.CounterVec) grpc.UnaryServerInterceptor {
 // lock held by the kernel's own writer (SQLITE_BUSY) passes: the database
 // is being written.
 func writableProbe(path string) (func(context.Context) error, func() error, error) {
+	if sqldb.IsPostgres(path) {
+		return postgresProbe(path)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(0)")
 	return writableProbeDSN(path, "file:"+path+"?"+q.Encode())
@@ -169,6 +173,29 @@ func writableProbeDSN(path, dsn string) (func(context.Context) error, func() err
 		}
 		if err != nil {
 			return fmt.Errorf("database %s does not take writes: %w", path, err)
+		}
+		return nil
+	}
+	return probe, db.Close, nil
+}
+
+// postgresProbe returns a health probe of whether the PostgreSQL server
+// takes writes: reachable, not a standby in recovery, not read-only.
+func postgresProbe(dsn string) (func(context.Context) error, func() error, error) {
+	name := sqldb.Redact(dsn)
+	db, err := sqldb.OpenPostgres(dsn, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("database probe %s: %w", name, err)
+	}
+	db.SetMaxOpenConns(1)
+	probe := func(ctx context.Context) error {
+		var writable bool
+		err := db.QueryRowContext(ctx, `SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'`).Scan(&writable)
+		switch {
+		case err != nil:
+			return fmt.Errorf("database %s: %w", name, err)
+		case !writable:
+			return fmt.Errorf("database %s does not take writes (a standby, or read-only)", name)
 		}
 		return nil
 	}

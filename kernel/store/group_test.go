@@ -25,7 +25,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.Update(ctx, func(tx *store.Tx) error {
+			errs[i] = s.Update(ctx, func(tx store.Tx) error {
 				if _, err := tx.Append(t0, "test", fmt.Sprintf("job-%02d", i), nil); err != nil {
 					return err
 				}
@@ -76,7 +76,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			t.Errorf("entry %s of a failed update was committed", e.Ref)
 		}
 	}
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		for i := range n {
 			_, err := tx.Task(fmt.Sprintf("task-%02d", i))
 			if bound := err == nil; bound != (i%8 != 3 && i%8 != 5) {
@@ -93,7 +93,7 @@ func TestUpdateWithCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ran := false
-	err := s.Update(ctx, func(*store.Tx) error { ran = true; return nil })
+	err := s.Update(ctx, func(store.Tx) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {
 		t.Errorf("Update = %v, ran %v; want Canceled without running", err, ran)
 	}
@@ -109,7 +109,7 @@ func TestUpdateAloneAndOnCommit(t *testing.T) {
 	var events []string
 	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
 
-	err := s.UpdateAlone(ctx, func(tx *store.Tx) error {
+	err := s.UpdateAlone(ctx, func(tx store.Tx) error {
 		tx.OnCommit(func() { note("rolled back hook ran") })
 		return errors.New("refused")
 	})
@@ -125,7 +125,7 @@ func TestUpdateAloneAndOnCommit(t *testing.T) {
 			if i%4 == 0 {
 				update = s.UpdateAlone
 			}
-			err := update(ctx, func(tx *store.Tx) error {
+			err := update(ctx, func(tx store.Tx) error {
 				note(fmt.Sprintf("run %d", i))
 				if i%4 == 0 {
 					tx.OnCommit(func() { note(fmt.Sprintf("commit %d", i)) })

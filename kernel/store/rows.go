@@ -21,7 +21,7 @@ type Task struct {
 
 // BindTask binds a task to a contract item and an agent, replacing any
 // earlier binding.
-func (t *Tx) BindTask(taskID string, b Task, at time.Time) error {
+func (t *txn) BindTask(taskID string, b Task, at time.Time) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO tasks (task_id, contract_item_id, agent, bound_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (task_id) DO UPDATE SET contract_item_id = excluded.contract_item_id, agent = excluded.agent, bound_at = excluded.bound_at`,
 		taskID, b.ItemID, b.Agent, ts(at))
@@ -32,7 +32,7 @@ func (t *Tx) BindTask(taskID string, b Task, at time.Time) error {
 }
 
 // Task returns a task's binding.
-func (t *Tx) Task(taskID string) (Task, error) {
+func (t *txn) Task(taskID string) (Task, error) {
 	var b Task
 	err := t.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -45,7 +45,7 @@ func (t *Tx) Task(taskID string) (Task, error) {
 }
 
 // TasksBoundTo lists the tasks bound to a contract item.
-func (t *Tx) TasksBoundTo(itemID string) ([]string, error) {
+func (t *txn) TasksBoundTo(itemID string) ([]string, error) {
 	rows, err := t.QueryContext(t.ctx, `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`, itemID)
 	if err != nil {
 		return nil, fmt.Errorf("tasks bound to %q: %w", itemID, err)
@@ -63,7 +63,7 @@ func (t *Tx) TasksBoundTo(itemID string) ([]string, error) {
 }
 
 // RecordVersion returns the last state version observed for a record.
-func (t *Tx) RecordVersion(source, key string) (string, bool, error) {
+func (t *txn) RecordVersion(source, key string) (string, bool, error) {
 	var v string
 	record := source + "/" + key
 	err := t.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
@@ -77,7 +77,7 @@ func (t *Tx) RecordVersion(source, key string) (string, bool, error) {
 }
 
 // SetRecordVersion notes a record's observed state version.
-func (t *Tx) SetRecordVersion(source, key, version string, at time.Time) error {
+func (t *txn) SetRecordVersion(source, key, version string, at time.Time) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO records (source, record_key, state_version, seen_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (source, record_key) DO UPDATE SET state_version = excluded.state_version, seen_at = excluded.seen_at`,
 		source, key, version, ts(at))
@@ -101,7 +101,7 @@ type Evidence struct {
 
 // InsertEvidence records an evidence receipt; recording the same receipt
 // twice is a no-op, a different one under the same id is refused.
-func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
+func (t *txn) InsertEvidence(e Evidence) (inserted bool, err error) {
 	res, err := t.ExecContext(t.ctx, `INSERT INTO evidence (receipt_id, task_id, envelope_hash, source, record_key, state_version, read_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (receipt_id) DO NOTHING`,
 		e.ReceiptID, e.TaskID, e.EnvelopeHash, e.Source, e.RecordKey, e.StateVersion, ts(e.ReadAt))
@@ -124,7 +124,7 @@ func (t *Tx) InsertEvidence(e Evidence) (inserted bool, err error) {
 // NewerRead reports whether a read of the record later than at is already
 // recorded: receipts can arrive out of order, and an older one must never
 // move the record's state back.
-func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
+func (t *txn) NewerRead(source, key string, at time.Time) (bool, error) {
 	var n int
 	err := t.QueryRowContext(t.ctx, `SELECT COUNT(*) FROM evidence WHERE source = ? AND record_key = ? AND read_at > ?`,
 		source, key, ts(at)).Scan(&n)
@@ -135,7 +135,7 @@ func (t *Tx) NewerRead(source, key string, at time.Time) (bool, error) {
 }
 
 // Evidence returns a recorded evidence receipt.
-func (t *Tx) Evidence(receiptID string) (Evidence, error) {
+func (t *txn) Evidence(receiptID string) (Evidence, error) {
 	e := Evidence{ReceiptID: receiptID}
 	var readAt string
 	err := t.QueryRowContext(t.ctx, `SELECT task_id, envelope_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
@@ -187,7 +187,7 @@ func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 }
 
 // InsertCapability records an issued capability.
-func (t *Tx) InsertCapability(c Capability) error {
+func (t *txn) InsertCapability(c Capability) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
 		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
@@ -201,7 +201,7 @@ func (t *Tx) InsertCapability(c Capability) error {
 }
 
 // Capability returns one capability.
-func (t *Tx) Capability(id string) (Capability, error) {
+func (t *txn) Capability(id string) (Capability, error) {
 	c, err := scanCapability(t.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Capability{}, fmt.Errorf("capability %q: %w", id, ErrNotFound)
@@ -214,7 +214,7 @@ func (t *Tx) Capability(id string) (Capability, error) {
 
 // UpdateCapability writes a capability's commitment fields, and its task's
 // usage when the capability stops or starts counting.
-func (t *Tx) UpdateCapability(c Capability) error {
+func (t *txn) UpdateCapability(c Capability) error {
 	var was agentv1.CommitmentStatus
 	err := t.QueryRowContext(t.ctx, `SELECT status FROM capabilities WHERE capability_id = ?`, c.CapabilityID).Scan(&was)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -239,7 +239,7 @@ func (t *Tx) UpdateCapability(c Capability) error {
 
 // Capabilities lists capabilities, oldest first: a task's, or all when
 // taskID is empty.
-func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
+func (t *txn) Capabilities(taskID string) ([]Capability, error) {
 	q := `SELECT ` + capabilityColumns + ` FROM capabilities`
 	var args []any
 	if taskID != "" {
@@ -263,9 +263,9 @@ func (t *Tx) Capabilities(taskID string) ([]Capability, error) {
 }
 
 // use adds (sign 1) or removes (sign -1) a capability from its task's usage.
-func (t *Tx) use(c Capability, sign int64) error {
+func (t *txn) use(c Capability, sign int64) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES (?, ?, ?, ?)
-		ON CONFLICT (task_id, currency) DO UPDATE SET actions = actions + excluded.actions, amount_minor = amount_minor + excluded.amount_minor`,
+		ON CONFLICT (task_id, currency) DO UPDATE SET actions = task_usage.actions + excluded.actions, amount_minor = task_usage.amount_minor + excluded.amount_minor`,
 		c.TaskID, c.Currency, sign, sign*c.AmountMinor)
 	if err != nil {
 		return fmt.Errorf("usage of task %q: %w", c.TaskID, err)
@@ -277,7 +277,7 @@ func (t *Tx) use(c Capability, sign int64) error {
 // expired: an unredeemed capability stops counting when it can no longer
 // be used. Readers that cannot write see the same through
 // capability.Effective.
-func (t *Tx) ExpireDue(taskID string, now time.Time) error {
+func (t *txn) ExpireDue(taskID string, now time.Time) error {
 	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
 		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
 	if err != nil {
@@ -307,7 +307,7 @@ func (t *Tx) ExpireDue(taskID string, now time.Time) error {
 // amounts in currency. It reads the task's counters as they stand: run
 // ExpireDue first in a write transaction, or subtract what Effective calls
 // expired.
-func (t *Tx) Usage(taskID, currency string) (count int32, sum int64, err error) {
+func (t *txn) Usage(taskID, currency string) (count int32, sum int64, err error) {
 	err = t.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(actions), 0), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
 		FROM task_usage WHERE task_id = ?`, currency, taskID).Scan(&count, &sum)
 	if err != nil {
@@ -327,7 +327,7 @@ type Request struct {
 }
 
 // InsertRequest records the answer to a request id.
-func (t *Tx) InsertRequest(r Request) error {
+func (t *txn) InsertRequest(r Request) error {
 	_, err := t.ExecContext(t.ctx, `INSERT INTO requests (task_id, request_id, agent, call_hash, response, at) VALUES (?, ?, ?, ?, ?, ?)`,
 		r.TaskID, r.RequestID, r.Agent, r.CallHash, r.Response, ts(r.At))
 	if err != nil {
@@ -337,7 +337,7 @@ func (t *Tx) InsertRequest(r Request) error {
 }
 
 // Request returns the recorded answer to a request id.
-func (t *Tx) Request(taskID, requestID string) (Request, error) {
+func (t *txn) Request(taskID, requestID string) (Request, error) {
 	r := Request{TaskID: taskID, RequestID: requestID}
 	var at string
 	err := t.QueryRowContext(t.ctx, `SELECT agent, call_hash, response, at FROM requests WHERE task_id = ? AND request_id = ?`,
@@ -354,7 +354,7 @@ func (t *Tx) Request(taskID, requestID string) (Request, error) {
 
 // Outstanding lists capabilities not yet redeemed, for a record or for a
 // task (whichever is non-empty).
-func (t *Tx) Outstanding(record, taskID string) ([]Capability, error) {
+func (t *txn) Outstanding(record, taskID string) ([]Capability, error) {
 	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
 		WHERE status = ? AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?)) ORDER BY issued_at`,
 		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, record, taskID, taskID)
@@ -381,7 +381,7 @@ type Approval struct {
 }
 
 // InsertApproval records a pending approval.
-func (t *Tx) InsertApproval(a Approval) error {
+func (t *txn) InsertApproval(a Approval) error {
 	body, err := proto.Marshal(a.Body)
 	if err != nil {
 		return err
@@ -396,7 +396,7 @@ func (t *Tx) InsertApproval(a Approval) error {
 }
 
 // UpdateApproval writes an approval's state.
-func (t *Tx) UpdateApproval(a Approval) error {
+func (t *txn) UpdateApproval(a Approval) error {
 	body, err := proto.Marshal(a.Body)
 	if err != nil {
 		return err
@@ -410,7 +410,7 @@ func (t *Tx) UpdateApproval(a Approval) error {
 }
 
 // Approval returns one approval.
-func (t *Tx) Approval(id string) (Approval, error) {
+func (t *txn) Approval(id string) (Approval, error) {
 	rows, err := t.approvals(`WHERE approval_id = ?`, id)
 	if err != nil {
 		return Approval{}, err
@@ -422,17 +422,17 @@ func (t *Tx) Approval(id string) (Approval, error) {
 }
 
 // Approvals lists approvals in a state, oldest first.
-func (t *Tx) Approvals(state kernelv1.ApprovalState) ([]Approval, error) {
+func (t *txn) Approvals(state kernelv1.ApprovalState) ([]Approval, error) {
 	return t.approvals(`WHERE state = ?`, state)
 }
 
 // OpenApprovals lists pending or approved approvals for a record or task.
-func (t *Tx) OpenApprovals(record, taskID string) ([]Approval, error) {
+func (t *txn) OpenApprovals(record, taskID string) ([]Approval, error) {
 	return t.approvals(`WHERE state IN (?, ?) AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?))`,
 		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED, record, record, taskID, taskID)
 }
 
-func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {
+func (t *txn) approvals(where string, args ...any) ([]Approval, error) {
 	rows, err := t.QueryContext(t.ctx, `SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
@@ -456,7 +456,7 @@ func (t *Tx) approvals(where string, args ...any) ([]Approval, error) {
 // WatchedRecords lists ("source/key") the records whose changes still
 // matter: those read or noted since since, and those that outstanding
 // capabilities or open approvals depend on.
-func (t *Tx) WatchedRecords(since time.Time) ([]string, error) {
+func (t *txn) WatchedRecords(since time.Time) ([]string, error) {
 	rows, err := t.QueryContext(t.ctx, `
 		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
 		UNION SELECT record FROM capabilities WHERE status = ? AND record != ''

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
@@ -134,10 +135,23 @@ type Store struct {
 	mu      sync.Mutex
 	pending []*job
 	leading bool
+
+	// pg is set for a PostgreSQL store, which other kernel replicas may
+	// write too (see shared.go).
+	pg *shared
 }
 
-// Open opens (creating if needed) the SQLite database at path.
-func Open(ctx context.Context, path string, d Durability) (*Store, error) {
+// Open opens (creating if needed) the kernel database dsn: an SQLite file
+// path (the embedded default), or a postgres:// URL that several kernel
+// replicas may share.
+func Open(ctx context.Context, dsn string, d Durability) (*Store, error) {
+	if sqldb.IsPostgres(dsn) {
+		return openPostgres(ctx, dsn, d)
+	}
+	return openSQLite(ctx, dsn, d)
+}
+
+func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) {
 	sync := "FULL"
 	if d == DurabilityNormal {
 		sync = "NORMAL"
@@ -159,11 +173,9 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	for _, stmt := range schema {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: migrate: %w", path, err)
-		}
+	if err := migrate(ctx, db, false); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	ro := url.Values{}
 	ro.Add("_pragma", "busy_timeout(10000)")
@@ -174,13 +186,17 @@ func Open(ctx context.Context, path string, d Durability) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(4)
-	s := &Store{db: db, ro: rdb, grown: make(chan struct{}, 1)}
+	return newStore(ctx, db, rdb, nil), nil
+}
+
+func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) *Store {
+	s := &Store{db: db, ro: ro, grown: make(chan struct{}, 1), pg: pg}
 	s.frontier, s.frontierErr = journal.LoadFrontier(ctx, db)
 	if s.frontierErr != nil {
 		s.frontier = journal.NewFrontier()
 	}
 	s.size.Store(s.frontier.Size())
-	return s, nil
+	return s
 }
 
 // Close closes the database.
@@ -189,7 +205,11 @@ func (s *Store) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
-	return errors.Join(s.ro.Close(), s.db.Close())
+	var err error
+	if s.pg != nil {
+		err = s.pg.close()
+	}
+	return errors.Join(err, s.ro.Close(), s.db.Close())
 }
 
 // maxBatch bounds how many updates share one commit.
@@ -198,7 +218,7 @@ const maxBatch = 128
 // job is one Update waiting to run.
 type job struct {
 	ctx  context.Context
-	fn   func(tx *Tx) error
+	fn   func(tx Tx) error
 	done chan error
 	lead chan struct{}
 	// alone runs the job in a batch of its own, so that its commit hooks
@@ -212,7 +232,7 @@ type job struct {
 // waiting update in one transaction, each inside its own savepoint, so one
 // update's failure rolls back only its own changes and the whole group
 // pays for one commit (one fsync) instead of one each.
-func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+func (s *Store) Update(ctx context.Context, fn func(tx Tx) error) error {
 	return s.update(&job{ctx: ctx, fn: fn})
 }
 
@@ -220,7 +240,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // transaction, and the hooks fn registers with [Tx.OnCommit] have run
 // before any later update starts. Changes that in-memory state must follow
 // in commit order (ledger transitions) use it.
-func (s *Store) UpdateAlone(ctx context.Context, fn func(tx *Tx) error) error {
+func (s *Store) UpdateAlone(ctx context.Context, fn func(tx Tx) error) error {
 	return s.update(&job{ctx: ctx, fn: fn, alone: true})
 }
 
@@ -272,17 +292,24 @@ func (s *Store) lead() {
 func (s *Store) runBatch(batch []*job) {
 	results := make([]error, len(batch))
 	hooks := make([][]func(), len(batch))
-	// The journal's frontier moves with each update's appends, back on a
-	// rollback.
-	frontier := s.frontier.Clone()
 	var unprepared []string
 	sqlTx, err := s.db.BeginTx(context.Background(), nil)
+	if err == nil && s.pg != nil {
+		// Other replicas write the same journal: take the writers' lock,
+		// then catch up with what they committed.
+		if err = s.pg.lockAndCatchUp(sqlTx, s); err != nil {
+			_ = sqlTx.Rollback()
+		}
+	}
 	if err != nil {
 		for _, j := range batch {
 			j.done <- fmt.Errorf("begin: %w", err)
 		}
 		return
 	}
+	// The journal's frontier moves with each update's appends, back on a
+	// rollback.
+	frontier := s.frontier.Clone()
 	ran := false
 	// A lone update needs no savepoint: a failure rolls back everything.
 	savepoints := len(batch) > 1
@@ -292,7 +319,7 @@ func (s *Store) runBatch(batch []*job) {
 			continue
 		}
 		if !savepoints {
-			tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s, write: true}
+			tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, write: true}
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
@@ -305,7 +332,7 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		tx := &Tx{tx: sqlTx, ctx: j.ctx, s: s, write: true}
+		tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, write: true}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		unprepared = append(unprepared, tx.unprepared...)
@@ -325,6 +352,17 @@ func (s *Store) runBatch(batch []*job) {
 		}
 	}
 	committed := false
+	if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
+		// Delivered on commit: the other replicas catch up at once.
+		if err := s.pg.notify(sqlTx, s.frontier.Size()); err != nil {
+			ran = false
+			for i := range results {
+				if results[i] == nil {
+					results[i] = err
+				}
+			}
+		}
+	}
 	if ran {
 		if err := sqlTx.Commit(); err != nil {
 			for i := range results {
@@ -374,7 +412,7 @@ func (s *Store) JournalGrown() <-chan struct{} { return s.grown }
 
 // runJob runs one update, turning a panic into that update's error so the
 // rest of its group still commits.
-func runJob(fn func(tx *Tx) error, tx *Tx) (err error) {
+func runJob(fn func(tx Tx) error, tx *txn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("update panicked: %v", r)
@@ -384,12 +422,18 @@ func runJob(fn func(tx *Tx) error, tx *Tx) (err error) {
 }
 
 // View runs fn in a transaction that is always rolled back.
-func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
+	if s.pg != nil {
+		// What memory holds (the ledger) must be no older than the rows.
+		if err := s.pg.catchUpIfBehind(ctx, s); err != nil {
+			return err
+		}
+	}
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, ctx: ctx, s: s}
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s}
 	defer func() { s.prepare(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)
@@ -456,11 +500,11 @@ func (s *Store) readJournal(ctx context.Context, fn func(tx *sql.Tx) error) erro
 // The store is the embedded journal.Log.
 var (
 	_ journal.Reader   = (*Store)(nil)
-	_ journal.Appender = (*Tx)(nil)
+	_ journal.Appender = (*txn)(nil)
 )
 
-// Tx is one transaction.
-type Tx struct {
+// txn is one transaction, on either database.
+type txn struct {
 	tx         *sql.Tx
 	ctx        context.Context
 	s          *Store
@@ -474,12 +518,12 @@ type Tx struct {
 // OnCommit registers f to run once the update's changes are committed, in
 // the committing goroutine, before the update returns. It never runs for
 // an update that is rolled back.
-func (t *Tx) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
+func (t *txn) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 
 // stmt returns the transaction's handle on the cached statement for query,
 // or nil when it is not prepared yet; then the query runs unprepared and is
 // prepared once the transaction has given its connection back.
-func (t *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 	if v, ok := t.s.stmts.Load(query); ok {
 		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
 	}
@@ -505,7 +549,7 @@ func (s *Store) prepare(ctx context.Context, queries []string) {
 }
 
 // ExecContext runs a statement in the transaction.
-func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -513,7 +557,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 }
 
 // QueryContext runs a query in the transaction.
-func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -521,7 +565,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 }
 
 // QueryRowContext runs a one-row query in the transaction.
-func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -529,7 +573,7 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 }
 
 // Append adds a journal entry that commits with the transaction.
-func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry, error) {
+func (t *txn) Append(at time.Time, kind, ref string, body []byte) (journal.Entry, error) {
 	if !t.write {
 		return journal.Entry{}, errors.New("journal append outside an update")
 	}
@@ -541,7 +585,7 @@ func (t *Tx) Append(at time.Time, kind, ref string, body []byte) (journal.Entry,
 
 // LogIndex is the leaf index of the journal entry of kind with ref: where
 // a receipt recorded earlier sits in the log.
-func (t *Tx) LogIndex(kind, ref string) (uint64, error) {
+func (t *txn) LogIndex(kind, ref string) (uint64, error) {
 	es, err := journal.ReadRef(t.ctx, t, ref, kind)
 	if err != nil {
 		return 0, err
@@ -553,7 +597,7 @@ func (t *Tx) LogIndex(kind, ref string) (uint64, error) {
 }
 
 // Head is the journal's tree head as this transaction sees it.
-func (t *Tx) Head() (journal.TreeHead, error) {
+func (t *txn) Head() (journal.TreeHead, error) {
 	if t.write && t.s.frontierErr == nil {
 		return t.s.frontier.Head(), nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
+	"github.com/ambitkernel/ambit/kernel/store/storetest"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
@@ -32,18 +33,18 @@ func open(t *testing.T, path string) *store.Store {
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	return open(t, filepath.Join(t.TempDir(), "k.db"))
+	return open(t, storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")))
 }
 
 // update runs fn in a write transaction and fails the test on error.
-func update(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
+func update(t *testing.T, s *store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.Update(context.Background(), fn); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 }
 
-func view(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
+func view(t *testing.T, s *store.Store, fn func(tx store.Tx) error) {
 	t.Helper()
 	if err := s.View(context.Background(), fn); err != nil {
 		t.Fatalf("View: %v", err)
@@ -53,7 +54,7 @@ func view(t *testing.T, s *store.Store, fn func(tx *store.Tx) error) {
 func TestOpenDurability(t *testing.T) {
 	for _, d := range []store.Durability{store.DurabilityFull, store.DurabilityNormal} {
 		t.Run(string(d), func(t *testing.T) {
-			s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), d)
+			s, err := store.Open(context.Background(), storetest.DSN(t, filepath.Join(t.TempDir(), "k.db")), d)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -85,7 +86,7 @@ func TestEvidence(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var inserted bool
-			err := s.Update(context.Background(), func(tx *store.Tx) error {
+			err := s.Update(context.Background(), func(tx store.Tx) error {
 				var err error
 				inserted, err = tx.InsertEvidence(tt.in)
 				return err
@@ -95,7 +96,7 @@ func TestEvidence(t *testing.T) {
 			}
 		})
 	}
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Evidence("ev-1")
 		if err != nil {
 			return err
@@ -112,16 +113,16 @@ func TestEvidence(t *testing.T) {
 
 func TestRecordVersion(t *testing.T) {
 	s := newStore(t)
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		v, ok, err := tx.RecordVersion("claims_db", "C-1001")
 		if err != nil || ok || v != "" {
 			t.Errorf("absent record = %q, %v, %v; want ok=false", v, ok, err)
 		}
 		return nil
 	})
-	update(t, s, func(tx *store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v42", t0) })
-	update(t, s, func(tx *store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v43", t0) })
-	view(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v42", t0) })
+	update(t, s, func(tx store.Tx) error { return tx.SetRecordVersion("claims_db", "C-1001", "claims-v43", t0) })
+	view(t, s, func(tx store.Tx) error {
 		for _, c := range []struct {
 			source, key, want string
 			ok                bool
@@ -141,13 +142,13 @@ func TestRecordVersion(t *testing.T) {
 
 func TestTasks(t *testing.T) {
 	s := newStore(t)
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		if _, err := tx.Task("task-1"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unbound task: %v, want ErrNotFound", err)
 		}
 		return nil
 	})
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		for _, b := range [][2]string{{"task-2", "CTR-A"}, {"task-1", "CTR-A"}, {"task-3", "CTR-B"}, {"task-3", "CTR-A"}} {
 			if err := tx.BindTask(b[0], store.Task{ItemID: b[1], Agent: "agent"}, t0); err != nil {
 				return err
@@ -155,7 +156,7 @@ func TestTasks(t *testing.T) {
 		}
 		return nil
 	})
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		if b, err := tx.Task("task-3"); err != nil || b.ItemID != "CTR-A" {
 			t.Errorf("rebound task-3 = %q, %v; want CTR-A", b.ItemID, err)
 		}
@@ -201,7 +202,7 @@ func TestCapabilities(t *testing.T) {
 		capability("e", "task-3", "", authorised, t0.Add(5*time.Second)),
 		capability("f", "task-1", "claims_db/C-1", revoked, t0.Add(6*time.Second)),
 	}
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		for _, c := range caps {
 			if err := tx.InsertCapability(c); err != nil {
 				return err
@@ -219,12 +220,12 @@ func TestCapabilities(t *testing.T) {
 			return c
 		}(),
 	} {
-		if err := s.Update(context.Background(), func(tx *store.Tx) error { return tx.InsertCapability(c) }); err == nil {
+		if err := s.Update(context.Background(), func(tx store.Tx) error { return tx.InsertCapability(c) }); err == nil {
 			t.Errorf("inserting %s again (key %s) succeeded", c.CapabilityID, c.IdempotencyKey)
 		}
 	}
 
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Capability("a")
 		if err != nil {
 			return err
@@ -259,7 +260,7 @@ func TestCapabilities(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("outstanding "+tt.name, func(t *testing.T) {
-			view(t, s, func(tx *store.Tx) error {
+			view(t, s, func(tx store.Tx) error {
 				got, err := tx.Outstanding(tt.record, tt.task)
 				if err != nil {
 					return err
@@ -278,8 +279,8 @@ func TestCapabilities(t *testing.T) {
 	changed.EffectReceiptID, changed.ReadbackReceiptID, changed.Note = "eff-1", "rb-1", "note"
 	tampered := changed
 	tampered.AmountMinor, tampered.TaskID, tampered.Record = 999999, "task-9", "x/y"
-	update(t, s, func(tx *store.Tx) error { return tx.UpdateCapability(tampered) })
-	view(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error { return tx.UpdateCapability(tampered) })
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Capability("a")
 		if err != nil {
 			return err
@@ -296,13 +297,13 @@ func TestCapabilities(t *testing.T) {
 // the same second.
 func TestCapabilitiesOldestFirst(t *testing.T) {
 	s := newStore(t)
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		if err := tx.InsertCapability(capability("later", "task-1", "r", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, t0.Add(500*time.Millisecond))); err != nil {
 			return err
 		}
 		return tx.InsertCapability(capability("earlier", "task-1", "r", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, t0))
 	})
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Capabilities("task-1")
 		if err != nil {
 			return err
@@ -321,7 +322,7 @@ func TestUsage(t *testing.T) {
 		c.Status, c.ExpiresAt, c.Currency, c.AmountMinor = status, expires, currency, minor
 		return c
 	}
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		for _, c := range []store.Capability{
 			st(capability("live", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now.Add(time.Minute), "GBP", 100),
 			st(capability("at-expiry", "task-1", "r", 0, t0), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, now, "GBP", 200),
@@ -351,13 +352,13 @@ func TestUsage(t *testing.T) {
 	}
 	// Expiry is marked by a writer; until then the counters still hold the
 	// expired capability.
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		if count, _, err := tx.Usage("task-1", "GBP"); err != nil || count != 6 {
 			t.Errorf("Usage before ExpireDue = %d, %v; want 6", count, err)
 		}
 		return nil
 	})
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		for _, task := range []string{"task-1", "task-2"} {
 			if err := tx.ExpireDue(task, now); err != nil {
 				return err
@@ -366,7 +367,7 @@ func TestUsage(t *testing.T) {
 		return nil
 	})
 	for _, tt := range tests {
-		view(t, s, func(tx *store.Tx) error {
+		view(t, s, func(tx store.Tx) error {
 			count, sum, err := tx.Usage(tt.task, tt.currency)
 			if err != nil || count != tt.count || sum != tt.sum {
 				t.Errorf("Usage(%s, %q) = %d, %d, %v; want %d, %d", tt.task, tt.currency, count, sum, err, tt.count, tt.sum)
@@ -410,7 +411,7 @@ func TestApprovals(t *testing.T) {
 		approval("p2", "task-2", "claims_db/C-2", pending, t0.Add(6*time.Second)),
 		approval("p3", "task-3", "", pending, t0.Add(7*time.Second)),
 	}
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		for _, a := range rows {
 			if err := tx.InsertApproval(a); err != nil {
 				return err
@@ -418,11 +419,11 @@ func TestApprovals(t *testing.T) {
 		}
 		return nil
 	})
-	if err := s.Update(context.Background(), func(tx *store.Tx) error { return tx.InsertApproval(rows[0]) }); err == nil {
+	if err := s.Update(context.Background(), func(tx store.Tx) error { return tx.InsertApproval(rows[0]) }); err == nil {
 		t.Error("inserting an approval twice succeeded")
 	}
 
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Approval("a1")
 		if err != nil {
 			return err
@@ -456,7 +457,7 @@ func TestApprovals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run("open "+tt.name, func(t *testing.T) {
-			view(t, s, func(tx *store.Tx) error {
+			view(t, s, func(tx store.Tx) error {
 				got, err := tx.OpenApprovals(tt.record, tt.task)
 				if err != nil {
 					return err
@@ -472,8 +473,8 @@ func TestApprovals(t *testing.T) {
 	// UpdateApproval writes state, decider, note and body.
 	a := rows[0]
 	a.Body.State, a.Body.DecidedBy, a.Body.Note = approved, "approver", "ok"
-	update(t, s, func(tx *store.Tx) error { return tx.UpdateApproval(a) })
-	view(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error { return tx.UpdateApproval(a) })
+	view(t, s, func(tx store.Tx) error {
 		got, err := tx.Approval("p1")
 		if err != nil {
 			return err
@@ -486,12 +487,12 @@ func TestApprovals(t *testing.T) {
 }
 
 func TestTransactions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "k.db")
+	path := storetest.DSN(t, filepath.Join(t.TempDir(), "k.db"))
 	s := open(t, path)
 	ctx := context.Background()
 	boom := errors.New("boom")
 
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		h, err := tx.Head()
 		if err != nil || h.Size != 0 || !bytes.Equal(h.Root, journal.EmptyRoot()) {
 			t.Errorf("empty journal head = %+v, %v", h, err)
@@ -500,7 +501,7 @@ func TestTransactions(t *testing.T) {
 	})
 
 	// A failed update leaves nothing behind, journal included.
-	err := s.Update(ctx, func(tx *store.Tx) error {
+	err := s.Update(ctx, func(tx store.Tx) error {
 		if err := tx.BindTask("task-1", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0); err != nil {
 			return err
 		}
@@ -513,12 +514,12 @@ func TestTransactions(t *testing.T) {
 		t.Fatalf("Update = %v, want the callback's error", err)
 	}
 	// Writes inside View are discarded.
-	if err := s.View(ctx, func(tx *store.Tx) error {
+	if err := s.View(ctx, func(tx store.Tx) error {
 		return tx.BindTask("task-2", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		for _, task := range []string{"task-1", "task-2"} {
 			if _, err := tx.Task(task); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s after rollback: %v, want ErrNotFound", task, err)
@@ -532,7 +533,7 @@ func TestTransactions(t *testing.T) {
 
 	// A committed update is journaled and survives reopening.
 	var head []byte
-	update(t, s, func(tx *store.Tx) error {
+	update(t, s, func(tx store.Tx) error {
 		if err := tx.BindTask("task-1", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0); err != nil {
 			return err
 		}
@@ -582,7 +583,7 @@ func TestTransactions(t *testing.T) {
 	if err != nil || len(page) != 1 || page[0].Seq != 2 {
 		t.Errorf("Entries(1, 1) = %v, %v", page, err)
 	}
-	view(t, s, func(tx *store.Tx) error {
+	view(t, s, func(tx store.Tx) error {
 		if b, err := tx.Task("task-1"); err != nil || b.ItemID != "CTR-A" {
 			t.Errorf("task-1 after reopening = %q, %v", b.ItemID, err)
 		}
@@ -595,7 +596,7 @@ func TestUpdateCanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	called := false
-	err := s.Update(ctx, func(tx *store.Tx) error { called = true; return nil })
+	err := s.Update(ctx, func(tx store.Tx) error { called = true; return nil })
 	if err == nil || called {
 		t.Errorf("Update with a cancelled context = %v (callback ran: %v), want an error", err, called)
 	}

@@ -21,13 +21,13 @@ func (s *Stack) listen(name, listener string) string {
 	return anyPort
 }
 
-// common returns the keys every process has, for the process (and
-// identity) called name: its own key folder, metrics and plaintext health
+// common returns the keys every process has, for the process called name
+// and its identity: its own key folder, metrics and plaintext health
 // listeners, and tracing when asked for.
-func (s *Stack) common(name string) map[string]any {
+func (s *Stack) common(name, identity string) map[string]any {
 	m := map[string]any{
-		"identity":        name,
-		"pki_dir":         pki.IdentityDir(s.PKI, name),
+		"identity":        identity,
+		"pki_dir":         pki.IdentityDir(s.PKI, identity),
 		"log_level":       s.opts.LogLevel,
 		"shutdown_grace":  "5s",
 		"reflection":      true,
@@ -43,29 +43,47 @@ func (s *Stack) common(name string) map[string]any {
 
 // sidecar returns the keys of a sidecar: the common ones, its listener and
 // the kernel's adapter listener, and its own.
-func (s *Stack) sidecar(name string, own map[string]any) map[string]any {
-	m := s.common(name)
-	m["listen"], m["kernel"], m["kernel_timeout"] = s.listen(name, "grpc"), s.Kernel.Adapter, "3s"
+func (s *Stack) sidecar(p member, own map[string]any) map[string]any {
+	m := s.common(p.name, p.identity)
+	m["listen"], m["kernel"], m["kernel_timeout"] = s.listen(p.name, "grpc"), s.kernels(func(k KernelAddrs) string { return k.Adapter }), "3s"
 	for k, v := range own {
 		m[k] = v
 	}
 	return m
 }
 
-// writeConfig writes the configuration of one of the four processes, with
-// the same keys a deployment would use.
-func (s *Stack) writeConfig(name string) error {
+// writeConfig writes the configuration of one of the stack's processes,
+// with the same keys a deployment would use.
+func (s *Stack) writeConfig(p member) error {
 	var cfg map[string]any
-	switch name {
+	switch p.kind {
 	case Kernel:
-		cfg = s.common(Kernel)
+		cfg = s.common(p.name, p.identity)
 		cfg["database"] = s.KernelDB
+		if dir := s.CheckpointDir(p.name); dir != s.KernelDB+".checkpoints" {
+			cfg["checkpoints"] = map[string]any{"dir": dir}
+		}
 		cfg["durability"] = s.opts.Durability
 		cfg["capability_ttl"] = s.opts.CapabilityTTL.String()
 		cfg["listen"] = map[string]string{
-			"agent": s.listen(Kernel, "agent"), "adapter": s.listen(Kernel, "adapter"), "governance": s.listen(Kernel, "governance"),
+			"agent": s.listen(p.name, "agent"), "adapter": s.listen(p.name, "adapter"), "governance": s.listen(p.name, "governance"),
 		}
-		cfg["peers"] = map[string][]string{"evidence": {Evidence}, "action": {Action}, "verifier": {Verifier}}
+		peers := map[string]any{}
+		serves := map[string]string{}
+		for _, m := range s.members {
+			if m.kind == Kernel || m.kind == MCP {
+				continue
+			}
+			ids, _ := peers[m.kind].([]string)
+			peers[m.kind] = append(ids, m.identity)
+			if m.agent != "" {
+				serves[m.identity] = m.agent
+			}
+		}
+		if len(serves) > 0 {
+			peers["serves"] = serves
+		}
+		cfg["peers"] = peers
 		cfg["promotion_authorities"] = map[string][]string{
 			"SCOPE_TASK": {PolicyOwner}, "SCOPE_WORKSPACE": {PolicyOwner}, "SCOPE_ORGANISATION": {PolicyOwner},
 		}
@@ -74,21 +92,42 @@ func (s *Stack) writeConfig(name string) error {
 		if s.opts.WatchInterval > 0 {
 			own["watch_interval"] = s.opts.WatchInterval.String()
 		}
-		cfg = s.sidecar(Evidence, own)
+		cfg = s.sidecar(p, own)
 	case Action:
-		db := s.sections.actionDB
-		if db == "" {
-			db = filepath.Join(s.DataDir, "action.db")
-		}
-		own := map[string]any{"kernel_key": Kernel, "database": db, "executors": s.sections.executors}
+		own := map[string]any{"kernel_key": Kernel, "database": s.actionDB(p), "executors": s.sections.executors}
 		if len(s.sections.stateChecks) > 0 {
 			own["state_checks"] = s.sections.stateChecks
 		}
-		cfg = s.sidecar(Action, own)
+		cfg = s.sidecar(p, own)
 	case Verifier:
-		cfg = s.sidecar(Verifier, map[string]any{"kernel_key": Kernel, "action_key": Action, "readbacks": s.sections.readbacks})
+		cfg = s.sidecar(p, map[string]any{"kernel_key": Kernel, "action_key": s.sidecarOf(Action, p.agent), "readbacks": s.sections.readbacks})
+	case MCP:
+		// The gateway acts as the agent, with the agent's key folder, on
+		// the agent's own sidecars; it serves no gRPC, so it has no
+		// reflection and no health listener.
+		cfg = s.common(p.name, p.identity)
+		delete(cfg, "reflection")
+		delete(cfg, "health_listen")
+		own := s.Sidecars[p.agent]
+		cfg["kernel"], cfg["evidence"], cfg["action"], cfg["verifier"] = s.kernels(func(k KernelAddrs) string { return k.Agent }), own.Evidence, own.Action, own.Verifier
+		cfg["task_id"], cfg["purpose"] = own.Task, s.opts.Purpose
+		cfg["listen"] = hostPort(s.listen(p.name, MCP))
 	}
-	return config.Write(s.ConfigPath(name), cfg)
+	return config.Write(s.ConfigPath(p.name), cfg)
+}
+
+// actionDB is an action adapter's own database of idempotency keys: the
+// one the examples name (default data/action.db), or beside it, named
+// after the adapter, for an agent's own (data/action-agent-2.db).
+func (s *Stack) actionDB(p member) string {
+	db := s.sections.actionDB
+	if db == "" {
+		db = filepath.Join(s.DataDir, "action.db")
+	}
+	if p.agent == "" {
+		return db
+	}
+	return filepath.Join(filepath.Dir(db), p.name+".db")
 }
 
 // Defaults of [Options].

@@ -16,6 +16,14 @@
 // starts the four processes on free ports, waits until each is SERVING
 // and writes stack.json ([Info]) last.
 //
+// With Options.Sidecars set to [PerAgentSidecars] the stack runs one
+// kernel and, per agent, its own evidence adapter, action adapter, verifier
+// and ambit-mcp ([SidecarName]), each sidecar with an identity of its own
+// that the kernel's peers.serves binds to the agent, each gateway acting
+// as its agent on the task [TaskName]; stack.json lists them
+// ([AgentSidecars]) and [Stack.AgentVia] connects an agent through
+// another's sidecars.
+//
 // [Stack.Stop] stops everything with SIGTERM; [Stack.Kill],
 // [Stack.Restart] (on the same addresses), [Stack.Wait] and
 // Options.Env (e.g. failpoints) exist for crash tests. [Stack.Conn],

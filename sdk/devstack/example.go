@@ -118,6 +118,11 @@ func LoadExample(path string) (*Example, error) {
 	return &e, nil
 }
 
+// reserved are names no example's server may have: the shared
+// topology's processes. Start also refuses a server named as a per-agent
+// sidecar of the stack.
+var reserved = []string{Kernel, Evidence, Action, Verifier}
+
 func (e *Example) validate() error {
 	var errs []error
 	if !namePattern.MatchString(e.Name) {
@@ -128,8 +133,8 @@ func (e *Example) validate() error {
 	}
 	for i, s := range e.Servers {
 		path := fmt.Sprintf("servers[%d]", i)
-		if !namePattern.MatchString(s.Name) || slices.Contains(processes, s.Name) {
-			errs = append(errs, fmt.Errorf("%s.name: %q is not a usable process name (a-z, 0-9, '-', '_'; not one of %s)", path, s.Name, strings.Join(processes, ", ")))
+		if !namePattern.MatchString(s.Name) || slices.Contains(reserved, s.Name) {
+			errs = append(errs, fmt.Errorf("%s.name: %q is not a usable process name (a-z, 0-9, '-', '_'; not one of %s)", path, s.Name, strings.Join(reserved, ", ")))
 		}
 		if slices.IndexFunc(e.Servers, func(o Server) bool { return o.Name == s.Name }) < i {
 			errs = append(errs, fmt.Errorf("%s.name: %q is repeated", path, s.Name))

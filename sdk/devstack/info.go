@@ -17,19 +17,28 @@ const InfoFile = "stack.json"
 //	 "kernel": {"agent": "127.0.0.1:…", "adapter": "…", "governance": "…"},
 //	 "evidence": "…", "action": "…", "verifier": "…",
 //	 "agents": ["agent"], "governance": ["governance", "policy-owner"],
+//	 "sidecars": {"agent": {"evidence": "…", "action": "…", "verifier": "…",
+//	              "mcp": "http://…/mcp", "task": "task-agent", "identities": {…}}},  (per-agent only)
 //	 "examples": {"<name>": {"DATA": "…", "DIR": "…", …}},
 //	 "processes": {"kernel": {"pid": …, "log": "…", "config": "…"}, …}}
 //
 // An identity's key folder is pki/<identity>. The examples map each
 // enabled example to the values its files' placeholders were given.
 type Info struct {
-	PKI        string      `json:"pki"`
-	Kernel     KernelAddrs `json:"kernel"`
-	Evidence   string      `json:"evidence"`
-	Action     string      `json:"action"`
-	Verifier   string      `json:"verifier"`
-	Agents     []string    `json:"agents"`
-	Governance []string    `json:"governance"`
+	PKI    string      `json:"pki"`
+	Kernel KernelAddrs `json:"kernel"`
+	// KernelReplicas lists every replica's listeners, the first being
+	// Kernel, when more than one kernel shares the database.
+	KernelReplicas []KernelAddrs `json:"kernel_replicas,omitempty"`
+	Evidence       string        `json:"evidence"`
+	Action         string        `json:"action"`
+	Verifier       string        `json:"verifier"`
+	Agents         []string      `json:"agents"`
+	Governance     []string      `json:"governance"`
+	// Sidecars are, in the per-agent topology, each agent's own sidecars
+	// by agent; evidence, action and verifier above are then the first
+	// agent's. Absent in the shared topology.
+	Sidecars map[string]AgentSidecars `json:"sidecars,omitempty"`
 	// Examples holds each example's placeholder values.
 	Examples map[string]map[string]string `json:"examples"`
 	// Processes describes every running process: the four and the

@@ -194,11 +194,12 @@ func (s *Stack) Wait(ctx context.Context, name string) error {
 	}
 }
 
-// Restart starts one of the four processes again, on the addresses it had,
-// killing it first if it still runs; env replaces its extra environment.
+// Restart starts one of the stack's processes again, on the addresses it
+// had, killing it first if it still runs; env replaces its extra
+// environment.
 func (s *Stack) Restart(ctx context.Context, name string, env []string) error {
-	if !slices.Contains(processes, name) {
-		return fmt.Errorf("devstack: %s cannot be restarted: only %s can", name, strings.Join(processes, ", "))
+	if _, ok := s.member(name); !ok {
+		return fmt.Errorf("devstack: %s cannot be restarted: only %s can", name, strings.Join(s.names(), ", "))
 	}
 	s.Kill(name)
 	s.mu.Lock()
@@ -213,9 +214,9 @@ func (s *Stack) Restart(ctx context.Context, name string, env []string) error {
 	return s.writeInfo()
 }
 
-// Stop closes the connections handed out, sends SIGTERM to the verifier,
-// the action adapter, the evidence adapter and the kernel, then to the
-// examples' servers, each given ten seconds to exit before it is killed,
+// Stop closes the connections handed out, sends SIGTERM to the stack's
+// processes in the reverse of their start order (the sidecars, then the
+// kernel), then to the examples' servers, each given ten seconds to exit before it is killed,
 // and removes stack.json. It reports every process that did not exit
 // cleanly. Stopping a stopped stack does nothing.
 func (s *Stack) Stop() error {
@@ -226,7 +227,7 @@ func (s *Stack) Stop() error {
 	for _, conn := range conns {
 		_ = conn.Close()
 	}
-	order := slices.Clone(processes)
+	order := s.names()
 	slices.Reverse(order)
 	for i := len(s.Examples) - 1; i >= 0; i-- {
 		for j := len(s.Examples[i].Servers) - 1; j >= 0; j-- {
@@ -261,4 +262,13 @@ func (s *Stack) Stop() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// names are the stack's processes' names, in start order.
+func (s *Stack) names() []string {
+	out := make([]string, len(s.members))
+	for i, m := range s.members {
+		out[i] = m.name
+	}
+	return out
 }

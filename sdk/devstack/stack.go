@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // The stack's four processes, by name: each runs as the identity of the
@@ -29,11 +31,18 @@ const (
 	Verifier = "verifier"
 )
 
-// processes are the four, in start order.
-var processes = []string{Kernel, Evidence, Action, Verifier}
+// KernelReplica is the process name of the stack's i-th kernel replica
+// (from 1): kernel, kernel-2, kernel-3, … Every replica runs as the
+// kernel's identity.
+func KernelReplica(i int) string {
+	if i <= 1 {
+		return Kernel
+	}
+	return Kernel + "-" + strconv.Itoa(i)
+}
 
-// binaries are the programs of the four processes, in the bin folder.
-var binaries = map[string]string{Kernel: "ambit-kernel", Evidence: "ambit-evidence", Action: "ambit-action", Verifier: "ambit-verifier"}
+// binaries are the programs of the processes, by kind, in the bin folder.
+var binaries = map[string]string{Kernel: "ambit-kernel", Evidence: "ambit-evidence", Action: "ambit-action", Verifier: "ambit-verifier", MCP: "ambit-mcp"}
 
 // The governance identities of the stack's PKI.
 const (
@@ -76,6 +85,14 @@ type Options struct {
 	Examples []string
 	// Agents is how many agent identities the PKI gets (default 1).
 	Agents int
+	// Sidecars is the topology: SharedSidecars (the default) or
+	// PerAgentSidecars, where each agent gets its own evidence adapter,
+	// action adapter, verifier and MCP gateway.
+	Sidecars Topology
+	// Purpose is the purpose the agents' gateways read and propose under
+	// (per-agent topology only; default: binding.purpose of the first
+	// example's contract template).
+	Purpose string
 	// Durability of the kernel's store: "full" (default) or "normal".
 	Durability string
 	// CapabilityTTL is the kernel's (default 5m).
@@ -89,6 +106,12 @@ type Options struct {
 	Env map[string][]string
 	// Tracing writes every process's spans to TracePath(name).
 	Tracing bool
+	// Database is the kernel's: an SQLite file (default DIR/kernel.db) or
+	// a postgres:// URL.
+	Database string
+	// KernelReplicas is how many kernels share Database (default 1; more
+	// need PostgreSQL). The sidecars and agents dial all of them.
+	KernelReplicas int
 }
 
 // Stack is a running set of the four processes and the examples' servers.
@@ -99,14 +122,16 @@ type Stack struct {
 	// restarted process binds the ones it had.
 	Info
 	// Dir is the stack's folder, DataDir its data folder (${DATA}) and
-	// KernelDB the kernel's database.
+	// KernelDB the kernel's database (a path or a URL).
 	Dir, DataDir, KernelDB string
 	// Examples are the enabled examples, in the order given.
 	Examples []*Example
 
 	opts     Options
 	sections *sections
-	died     chan string
+	// members are the stack's own processes, in start order.
+	members []member
+	died    chan string
 
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -149,6 +174,13 @@ func newStack(o Options) (*Stack, error) {
 	if o.Agents <= 0 {
 		o.Agents = 1
 	}
+	switch o.Sidecars {
+	case "":
+		o.Sidecars = SharedSidecars
+	case SharedSidecars, PerAgentSidecars:
+	default:
+		return nil, fmt.Errorf("devstack: sidecars must be %q or %q, got %q", SharedSidecars, PerAgentSidecars, o.Sidecars)
+	}
 	if o.Durability == "" {
 		o.Durability = DefaultDurability
 	}
@@ -158,8 +190,17 @@ func newStack(o Options) (*Stack, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = DefaultLogLevel
 	}
+	if o.Database == "" {
+		o.Database = filepath.Join(o.Dir, "kernel.db")
+	}
+	if o.KernelReplicas <= 0 {
+		o.KernelReplicas = 1
+	}
+	if o.KernelReplicas > 1 && !sqldb.IsPostgres(o.Database) {
+		return nil, errors.New("devstack: kernel replicas share one database: give a postgres:// Database")
+	}
 	s := &Stack{
-		Dir: o.Dir, DataDir: filepath.Join(o.Dir, "data"), KernelDB: filepath.Join(o.Dir, "kernel.db"),
+		Dir: o.Dir, DataDir: filepath.Join(o.Dir, "data"), KernelDB: o.Database,
 		opts: o, sections: newSections(), died: make(chan string, 16),
 		procs: map[string]*proc{}, bound: map[string]map[string]string{},
 	}
@@ -193,6 +234,30 @@ func newStack(o Options) (*Stack, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
+	s.members = members(o.Sidecars, s.Agents, o.KernelReplicas)
+	for _, e := range s.Examples {
+		for _, srv := range e.Servers {
+			if _, ok := s.member(srv.Name); ok {
+				return nil, fmt.Errorf("devstack: example %s: server %s has the name of one of the stack's processes", e.Name, srv.Name)
+			}
+		}
+	}
+	if o.Sidecars == PerAgentSidecars {
+		if s.opts.Purpose == "" {
+			if s.opts.Purpose, err = contractPurpose(s.Examples[0]); err != nil {
+				return nil, fmt.Errorf("devstack: the gateways' purpose (give one): %w", err)
+			}
+		}
+		s.Sidecars = map[string]AgentSidecars{}
+		for _, a := range s.Agents {
+			ids := map[string]string{}
+			for _, kind := range []string{Evidence, Action, Verifier, MCP} {
+				ids[kind] = SidecarName(kind, a)
+			}
+			ids[MCP] = a
+			s.Sidecars[a] = AgentSidecars{Task: TaskName(a), Identities: ids}
+		}
+	}
 	return s, nil
 }
 
@@ -207,11 +272,14 @@ func (s *Stack) start(ctx context.Context) error {
 	if err := os.Remove(s.InfoPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("devstack: %w", err)
 	}
-	ids := []pki.Identity{
-		{Name: Kernel, Role: pki.RoleKernel}, {Name: Evidence, Role: pki.RoleEvidence},
-		{Name: Action, Role: pki.RoleAction}, {Name: Verifier, Role: pki.RoleVerifier},
-		{Name: Governance, Role: pki.RoleGovernance}, {Name: PolicyOwner, Role: pki.RoleGovernance},
+	var ids []pki.Identity
+	for _, m := range s.members {
+		// A gateway acts as its agent; kernel replicas share one identity.
+		if m.kind != MCP && (m.kind != Kernel || m.name == Kernel) {
+			ids = append(ids, pki.Identity{Name: m.identity, Role: roles[m.kind]})
+		}
 	}
+	ids = append(ids, pki.Identity{Name: Governance, Role: pki.RoleGovernance}, pki.Identity{Name: PolicyOwner, Role: pki.RoleGovernance})
 	for _, a := range s.Agents {
 		ids = append(ids, pki.Identity{Name: a, Role: pki.RoleAgent})
 	}
@@ -228,8 +296,8 @@ func (s *Stack) start(ctx context.Context) error {
 			return fmt.Errorf("devstack: %w", err)
 		}
 	}
-	for _, name := range processes {
-		if err := s.startProcess(ctx, name); err != nil {
+	for _, m := range s.members {
+		if err := s.startProcess(ctx, m.name); err != nil {
 			return err
 		}
 	}
@@ -292,14 +360,18 @@ func (s *Stack) command(c []string, vars map[string]string) ([]string, error) {
 	return argv, nil
 }
 
-// startProcess writes one of the four processes' configuration, starts it
-// and waits until every listener it reports is SERVING.
+// startProcess writes one of the stack's processes' configuration, starts
+// it and waits until every gRPC listener it reports is SERVING.
 func (s *Stack) startProcess(ctx context.Context, name string) error {
-	if err := s.writeConfig(name); err != nil {
+	m, ok := s.member(name)
+	if !ok {
+		return fmt.Errorf("devstack: no process %s", name)
+	}
+	if err := s.writeConfig(m); err != nil {
 		return fmt.Errorf("devstack: %w", err)
 	}
 	_ = os.Remove(s.addrPath(name))
-	argv := []string{filepath.Join(s.opts.BinDir, binaries[name]), "--config", s.ConfigPath(name), "--addr-file", s.addrPath(name)}
+	argv := []string{filepath.Join(s.opts.BinDir, binaries[m.kind]), "--config", s.ConfigPath(name), "--addr-file", s.addrPath(name)}
 	s.mu.Lock()
 	env := s.opts.Env[name]
 	s.mu.Unlock()
@@ -313,21 +385,14 @@ func (s *Stack) startProcess(ctx context.Context, name string) error {
 	}
 	s.mu.Lock()
 	s.bound[name] = addrs
-	switch name {
-	case Kernel:
-		s.Kernel = KernelAddrs{Agent: addrs["agent"], Adapter: addrs["adapter"], Governance: addrs["governance"]}
-	case Evidence:
-		s.Info.Evidence = addrs["grpc"]
-	case Action:
-		s.Info.Action = addrs["grpc"]
-	case Verifier:
-		s.Info.Verifier = addrs["grpc"]
-	}
+	s.noteAddrs(m, addrs)
 	s.mu.Unlock()
 	s.setProcessInfo(name, p, s.ConfigPath(name))
 	for listener, addr := range addrs {
-		if listener == "metrics" || listener == "health" {
-			continue // plain HTTP and plaintext health: the TLS listeners say more
+		if listener == "metrics" || listener == "health" || listener == MCP {
+			// Plain HTTP and plaintext health: the TLS listeners say more.
+			// The gateway's endpoint is up once its address is written.
+			continue
 		}
 		if err := s.waitServing(ctx, name, addr, p); err != nil {
 			return err
@@ -346,7 +411,9 @@ func (s *Stack) addrPath(name string) string {
 // InfoPath is where stack.json is written once the stack is up.
 func (s *Stack) InfoPath() string { return filepath.Join(s.Dir, InfoFile) }
 
-// ConfigPath is the configuration file of one of the four processes.
+// ConfigPath is the configuration file of one of the stack's processes
+// (DIR/kernel.yaml, DIR/evidence.yaml…; DIR/evidence-agent-2.yaml in the
+// per-agent topology).
 func (s *Stack) ConfigPath(name string) string { return filepath.Join(s.Dir, name+".yaml") }
 
 // LogPath is where a process's output goes (a server's too; setup
@@ -367,24 +434,66 @@ func (s *Stack) Example(name string) (*Example, bool) {
 	return s.Examples[i], true
 }
 
-// Addr returns one of the four processes' addresses for a listener
+// Addr returns one of the stack's processes' addresses for a listener
 // ("grpc" for a sidecar; "agent", "adapter" or "governance" for the
-// kernel; "metrics" and "health" for any).
+// kernel; "mcp", the endpoint's URL, for a gateway; "metrics" and "health"
+// for any).
 func (s *Stack) Addr(name, listener string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bound[name][listener]
 }
 
+// noteAddrs keeps where a process listens in Info; the caller holds s.mu.
+// The first agent's sidecars are also the top-level addresses, so that a
+// client of the shared topology works in the per-agent one as that agent.
+func (s *Stack) noteAddrs(m member, addrs map[string]string) {
+	first := m.agent == "" || m.agent == s.Agents[0]
+	own := s.Sidecars[m.agent]
+	switch m.kind {
+	case Kernel:
+		k := KernelAddrs{Agent: addrs["agent"], Adapter: addrs["adapter"], Governance: addrs["governance"]}
+		if m.name == Kernel {
+			s.Kernel = k
+		}
+		if s.opts.KernelReplicas > 1 {
+			i := slices.IndexFunc(s.members, func(o member) bool { return o.name == m.name })
+			if len(s.Info.KernelReplicas) <= i {
+				s.Info.KernelReplicas = append(s.Info.KernelReplicas, make([]KernelAddrs, i+1-len(s.Info.KernelReplicas))...)
+			}
+			s.Info.KernelReplicas[i] = k
+		}
+	case Evidence:
+		own.Evidence = addrs["grpc"]
+		if first {
+			s.Info.Evidence = addrs["grpc"]
+		}
+	case Action:
+		own.Action = addrs["grpc"]
+		if first {
+			s.Info.Action = addrs["grpc"]
+		}
+	case Verifier:
+		own.Verifier = addrs["grpc"]
+		if first {
+			s.Info.Verifier = addrs["grpc"]
+		}
+	case MCP:
+		own.MCP = addrs[MCP]
+	}
+	if m.agent != "" {
+		s.Sidecars[m.agent] = own
+	}
+}
+
 // roleOf is the role of the process listening on addr.
 func (s *Stack) roleOf(addr string) pki.Role {
-	switch addr {
-	case s.Info.Evidence:
-		return pki.RoleEvidence
-	case s.Info.Action:
-		return pki.RoleAction
-	case s.Info.Verifier:
-		return pki.RoleVerifier
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.members {
+		if m.kind != Kernel && m.kind != MCP && s.bound[m.name]["grpc"] == addr {
+			return roles[m.kind]
+		}
 	}
 	return pki.RoleKernel
 }
@@ -412,23 +521,60 @@ func (s *Stack) Conn(ctx context.Context, addr, identity string) (*grpc.ClientCo
 }
 
 // Agent connects as an agent identity to the kernel's agent listener and
-// the three sidecars; the caller closes it.
+// the three sidecars that serve it (its own in the per-agent topology);
+// the caller closes it.
 func (s *Stack) Agent(ctx context.Context, identity string) (*client.Agent, error) {
-	return client.Dial(ctx, pki.IdentityDir(s.PKI, identity), identity, client.Addresses{
-		Kernel: s.Kernel.Agent, Evidence: s.Info.Evidence, Action: s.Info.Action, Verifier: s.Info.Verifier,
-	})
+	return s.AgentVia(ctx, identity, identity)
 }
 
-// Keys returns the public signing keys of the four processes, for
-// checking receipts, as an agent's key folder holds them.
+// kernels is one listener of every kernel replica, as one address list.
+func (s *Stack) kernels(listener func(KernelAddrs) string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.Info.KernelReplicas) == 0 {
+		return listener(s.Kernel)
+	}
+	addrs := make([]string, len(s.Info.KernelReplicas))
+	for i, k := range s.Info.KernelReplicas {
+		addrs[i] = listener(k)
+	}
+	return strings.Join(addrs, ",")
+}
+
+// CheckpointDir is where a kernel replica writes its checkpoints.
+func (s *Stack) CheckpointDir(name string) string {
+	if name == Kernel && !sqldb.IsPostgres(s.KernelDB) {
+		return s.KernelDB + ".checkpoints" // the kernel's default
+	}
+	return filepath.Join(s.Dir, name+".checkpoints")
+}
+
+// AgentVia connects as an agent identity to the kernel's agent listener
+// and the sidecars that serve another agent, via: in the per-agent
+// topology, what one agent could try with another's sidecars.
+func (s *Stack) AgentVia(ctx context.Context, identity, via string) (*client.Agent, error) {
+	addrs := client.Addresses{Kernel: s.kernels(func(k KernelAddrs) string { return k.Agent }), Evidence: s.Info.Evidence, Action: s.Info.Action, Verifier: s.Info.Verifier}
+	s.mu.Lock()
+	if own, ok := s.Sidecars[via]; ok {
+		addrs.Evidence, addrs.Action, addrs.Verifier = own.Evidence, own.Action, own.Verifier
+	}
+	s.mu.Unlock()
+	return client.Dial(ctx, pki.IdentityDir(s.PKI, identity), identity, addrs)
+}
+
+// Keys returns the public signing keys of the kernel and every sidecar,
+// for checking receipts, as an agent's key folder holds them.
 func (s *Stack) Keys() (envelope.Keyring, error) {
 	ring := envelope.Keyring{}
-	for _, name := range processes {
-		pub, err := pki.LoadPublicKey(pki.IdentityDir(s.PKI, s.Agents[0]), name)
+	for _, m := range s.members {
+		if m.kind == MCP {
+			continue // the gateway signs nothing
+		}
+		pub, err := pki.LoadPublicKey(pki.IdentityDir(s.PKI, s.Agents[0]), m.identity)
 		if err != nil {
 			return nil, err
 		}
-		ring[name] = ed25519.PublicKey(pub)
+		ring[m.identity] = ed25519.PublicKey(pub)
 	}
 	return ring, nil
 }

@@ -848,3 +848,60 @@ func TestRunCancelledBeforeServing(t *testing.T) {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }
+
+// TestDialReplicas dials two servers of one identity as one address list:
+// calls reach both, and once one stops they all reach the other.
+func TestDialReplicas(t *testing.T) {
+	dir := devPKI(t)
+	log := zap.NewNop()
+	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs := []*testService{{}, {}}
+	var addrs []string
+	ctxA, stopA := context.WithCancel(context.Background())
+	doneA := make(chan error, 1)
+	for i, svc := range svcs {
+		srv := serve.NewServer(log, tlsCfg, testPolicy())
+		testpb.RegisterTestServiceServer(srv, svc)
+		l := serve.Listener{Name: "grpc", Addr: "127.0.0.1:0", Server: srv}
+		if i == 1 {
+			addrs = append(addrs, startRun(t, log, time.Second, l)["grpc"])
+			continue
+		}
+		ready := make(chan map[string]string, 1)
+		go func() { doneA <- serve.Run(ctxA, log, time.Second, func(a map[string]string) { ready <- a }, l) }()
+		addrs = append(addrs, (<-ready)["grpc"])
+	}
+	t.Cleanup(func() { stopA(); <-doneA })
+
+	c := testpb.NewTestServiceClient(dial(t, dir, strings.Join(addrs, ","), "governance"))
+	ctx := callCtx(t)
+	calls := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := c.EmptyCall(ctx, &testpb.Empty{}, grpc.WaitForReady(true)); err != nil {
+				t.Fatalf("EmptyCall: %v", err)
+			}
+		}
+	}
+	count := func(s *testService) int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.callers) }
+	// Round robin starts once both connections are up.
+	for deadline := time.Now().Add(testTimeout); count(svcs[0]) == 0 || count(svcs[1]) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("calls reached %d and %d: want both replicas", count(svcs[0]), count(svcs[1]))
+		}
+		calls(1)
+	}
+	stopA()
+	if err := <-doneA; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	doneA <- nil // for the cleanup
+	before := count(svcs[1])
+	calls(10)
+	if got := count(svcs[1]) - before; got != 10 {
+		t.Errorf("after one replica stopped, %d of 10 calls reached the other", got)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	// The pure-Go SQLite driver, registered as "sqlite".
@@ -28,7 +30,7 @@ func path(dsn string) (string, error) {
 	case p == "":
 		return "", fmt.Errorf("%w: empty connection string", ErrDSN)
 	case strings.Contains(dsn, "://"):
-		return "", fmt.Errorf("%w: %q (want an SQLite file path or sqlite:PATH)", ErrDSN, redact(dsn))
+		return "", fmt.Errorf("%w: %q (want an SQLite file path, sqlite:PATH or a postgres:// URL)", ErrDSN, Redact(dsn))
 	}
 	return p, nil
 }
@@ -39,6 +41,9 @@ func fileURI(p string) string { return "file:" + (&url.URL{Path: p}).EscapedPath
 // mode lets read-only readers (the verifier, the evidence adapter) read
 // while a writer commits.
 func Open(dsn string) (*sql.DB, error) {
+	if IsPostgres(dsn) {
+		return OpenPostgres(dsn, nil)
+	}
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err
@@ -56,6 +61,9 @@ func Open(dsn string) (*sql.DB, error) {
 // cannot change what it reads even through a bug. It does not touch the
 // file; a missing database is an error of each query.
 func OpenReadOnly(dsn string) (*sql.DB, error) {
+	if IsPostgres(dsn) {
+		return OpenPostgres(dsn, map[string]string{"default_transaction_read_only": "on"})
+	}
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err
@@ -90,7 +98,11 @@ func Column(table, column string) string { return Ident(table) + "." + Ident(col
 // TableColumns lists the columns of table as the database names them; a
 // table that does not exist has none.
 func TableColumns(ctx context.Context, db *sql.DB, table string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	query := `SELECT name FROM pragma_table_info(?)`
+	if IsPostgresDB(db) {
+		query = `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`
+	}
+	rows, err := db.QueryContext(ctx, query, table)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +124,38 @@ func HasColumn(cols []string, column string) bool {
 	return slices.ContainsFunc(cols, func(c string) bool { return strings.EqualFold(c, column) })
 }
 
-// redact hides a password in a URL-shaped connection string.
-func redact(dsn string) string {
+// maxExactInt is the largest integer magnitude a double holds exactly.
+const maxExactInt = 1 << 53
+
+// Text is the text form of a scalar value a source read, as records'
+// subjects and state versions carry it: strings as they are, integers
+// (also integral doubles, as JSON carries them) in decimal, bools as true
+// or false; "" is text too, which a state version may not be. Other
+// values have none. The evidence adapter writes a state
+// version into receipts and the action adapter re-reads it before an
+// effect; both compute it here so that an unchanged record yields the
+// same text.
+func Text(v any) (string, bool) {
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case int64:
+		return strconv.FormatInt(t, 10), true
+	case uint64:
+		return strconv.FormatUint(t, 10), true
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) <= maxExactInt {
+			return strconv.FormatInt(int64(t), 10), true
+		}
+	case bool:
+		return strconv.FormatBool(t), true
+	}
+	return "", false
+}
+
+// Redact hides a password in a URL-shaped connection string, for errors
+// and logs.
+func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.User == nil {
 		return dsn
@@ -122,4 +164,61 @@ func redact(dsn string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// Selects returns, for each of columns of table, the expression that
+// selects it so that its value arrives as stored, whatever the column's
+// declared type, and qualified by its table ([Column]). SQLite's driver
+// turns text in DATE, DATETIME and TIMESTAMP columns into time values by
+// the declared type: the no-op unary + drops the declared type. PostgreSQL
+// hands back booleans, integers, floats, text and byte strings as they
+// are; a column of any other type (a timestamp, a numeric, a uuid, a
+// json) is selected as its text, as PostgreSQL writes it, so that every
+// value read is a plain scalar.
+func Selects(ctx context.Context, db *sql.DB, table string, columns []string) ([]string, error) {
+	out := make([]string, len(columns))
+	if !IsPostgresDB(db) {
+		for i, c := range columns {
+			out[i] = "+" + Column(table, c)
+		}
+		return out, nil
+	}
+	types, err := postgresTypes(ctx, db, table)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range columns {
+		out[i] = Column(table, c)
+		if typ, ok := types[c]; ok && !postgresScalar[typ] {
+			out[i] = "CAST(" + out[i] + " AS TEXT)"
+		}
+	}
+	return out, nil
+}
+
+// postgresScalar are the PostgreSQL types (information_schema's
+// data_type) that pgx reads as a plain Go value.
+var postgresScalar = map[string]bool{
+	"boolean": true, "smallint": true, "integer": true, "bigint": true,
+	"real": true, "double precision": true,
+	"text": true, "character varying": true, "character": true, "bytea": true,
+}
+
+// postgresTypes maps each column of table to its data_type.
+func postgresTypes(ctx context.Context, db *sql.DB, table string) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = ?`, table)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return nil, err
+		}
+		out[name] = typ
+	}
+	return out, rows.Err()
 }

@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +107,31 @@ func TestTableColumns(t *testing.T) {
 	}
 	if cols, err := sqldb.TableColumns(ctx, db, "missing"); len(cols) != 0 || err != nil {
 		t.Errorf("TableColumns(missing) = %v, %v; want none", cols, err)
+	}
+}
+
+// TestText pins the text both adapters give a state version: the
+// evidence adapter in receipts, the action adapter when it re-reads it.
+func TestText(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string
+		ok   bool
+	}{
+		{v: "records-v42", want: "records-v42", ok: true},
+		{v: int64(42), want: "42", ok: true},
+		{v: uint64(42), want: "42", ok: true},
+		{v: 42.0, want: "42", ok: true},
+		{v: true, want: "true", ok: true},
+		{v: 4.5},
+		{v: "", want: "", ok: true},
+		{v: nil},
+		{v: []byte("x")},
+		{v: math.Inf(1)},
+	} {
+		got, ok := sqldb.Text(tc.v)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("sqldb.Text(%#v) = %q, %v; want %q, %v", tc.v, got, ok, tc.want, tc.ok)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 	"github.com/ambitkernel/ambit/verifier/readback"
 )
 
@@ -85,11 +86,23 @@ func input(key string, args map[string]any) readback.Input {
 }
 
 func TestSQLReadAndCheck(t *testing.T) {
-	db := writeEntries(t, entriesSchema,
-		[3]any{"k-1", 5, "r-1"},
-		[3]any{"k-2", 5, "r-2"}, [3]any{"k-2", 4, "r-3"},
-		[3]any{"k-3", "five", nil},
-	)
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testSQLReadAndCheck(t, db.empty(t)) })
+	}
+}
+
+func testSQLReadAndCheck(t *testing.T, path string) {
+	rows := [][3]any{
+		{"k-1", 5, "r-1"},
+		{"k-2", 5, "r-2"}, {"k-2", 4, "r-3"},
+	}
+	// SQLite stores a value of another type than the column's as it is;
+	// PostgreSQL refuses it.
+	sqlite := !sqldb.IsPostgres(path)
+	if sqlite {
+		rows = append(rows, [3]any{"k-3", "five", nil})
+	}
+	db := writeEntriesIn(t, path, entriesSchema, rows...)
 	spec := sqlSpec(db)
 	spec.Checks = append(spec.Checks,
 		readback.Check{Code: "REF_MISMATCH", Expression: "rows.all(r, r.b == effect.record_ref)"},
@@ -121,6 +134,9 @@ func TestSQLReadAndCheck(t *testing.T) {
 			findings: []string{"NOT_ABOVE:unevaluable"}},
 	}
 	for _, tt := range tests {
+		if tt.key == "k-3" && !sqlite {
+			continue
+		}
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(tt.key, tt.args)
 			rd, err := rb.Read(context.Background(), in)
@@ -138,6 +154,41 @@ func TestSQLReadAndCheck(t *testing.T) {
 				t.Errorf("%d causes for %d unevaluable checks: %v", len(causes), n, causes)
 			}
 		})
+	}
+}
+
+// TestSQLReadPostgresTypes: PostgreSQL's booleans, integers and text
+// arrive as they are; its times, numerics and json as their text.
+func TestSQLReadPostgresTypes(t *testing.T) {
+	db := pgtest.Database(t)
+	w, err := sqldb.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, stmt := range []string{
+		`CREATE TABLE entries (k TEXT NOT NULL, n BIGINT, ok BOOLEAN, at TIMESTAMP, amount NUMERIC(10, 2), doc JSONB, b TEXT)`,
+		`INSERT INTO entries VALUES ('k-1', 9007199254740993, true, '2026-03-02 10:30:00', 12.5, '{"x": 1}', 'r-1')`,
+	} {
+		if _, err := w.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	spec := sqlSpec(db)
+	spec.SQL.Columns = []string{"n", "ok", "at", "amount", "doc", "b"}
+	spec.Checks = []readback.Check{{Code: "NOT_PAID", Expression: `rows[0].ok && rows[0].amount == "12.50"`}}
+	rb, _ := open(t, map[string]readback.Spec{"pay": spec}).Get("pay")
+	in := input("k-1", nil)
+	rd, err := rb.Read(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"n": int64(9007199254740993), "ok": true, "at": "2026-03-02 10:30:00", "amount": "12.50", "doc": `{"x": 1}`, "b": "r-1"}}
+	if diff := cmp.Diff(want, rd.Rows); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if findings, causes := rb.Check(in, rd); len(findings) != 0 {
+		t.Errorf("findings %v (%v), want none", findings, causes)
 	}
 }
 

@@ -26,8 +26,9 @@ type Spec struct {
 // SQL reads the declared columns of the rows whose key column equals the
 // effect's idempotency key.
 type SQL struct {
-	// Database is an sqldb connection string, opened read-only: the
-	// verifier's own path to the system of record.
+	// Database is an SQLite file (a path or sqlite:PATH) or a
+	// postgres:// URL, opened read-only: the verifier's own path to the
+	// system of record.
 	Database string `json:"database"`
 	// Table is the table the tool's executor writes.
 	Table string `json:"table"`

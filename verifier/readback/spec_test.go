@@ -8,6 +8,7 @@ import (
 
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 	"github.com/ambitkernel/ambit/verifier/readback"
 )
 
@@ -135,7 +136,12 @@ func TestValidate(t *testing.T) {
 // returns its path.
 func writeEntries(t *testing.T, schema string, rows ...[3]any) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "entries.db")
+	return writeEntriesIn(t, filepath.Join(t.TempDir(), "entries.db"), schema, rows...)
+}
+
+// writeEntriesIn is writeEntries in the empty database path.
+func writeEntriesIn(t *testing.T, path, schema string, rows ...[3]any) string {
+	t.Helper()
 	db, err := sqldb.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +159,16 @@ func writeEntries(t *testing.T, schema string, rows ...[3]any) string {
 }
 
 const entriesSchema = `CREATE TABLE entries (k TEXT NOT NULL, a INTEGER, b TEXT)`
+
+// databases are the databases a readback reads: a test of the reads runs
+// on each (PostgreSQL is skipped without a server, see pgtest).
+var databases = []struct {
+	name  string
+	empty func(testing.TB) string
+}{
+	{"sqlite", func(t testing.TB) string { return filepath.Join(t.TempDir(), "entries.db") }},
+	{"postgres", pgtest.Database},
+}
 
 func TestOpenChecksWhatItOpens(t *testing.T) {
 	db := writeEntries(t, entriesSchema)

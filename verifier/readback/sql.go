@@ -32,18 +32,30 @@ func (c *sqlConn) open(ctx context.Context, _ string) error {
 		_ = db.Close()
 		return err
 	}
+	cols := make([]string, len(c.spec.Columns))
+	for i, col := range c.spec.Columns {
+		cols[i] = sqldb.Column(c.spec.Table, col)
+	}
+	if sqldb.IsPostgresDB(db) {
+		// PostgreSQL's dates, times, numerics and json are read as their
+		// text, so that checks compare plain values.
+		if cols, err = sqldb.Selects(ctx, db, c.spec.Table, c.spec.Columns); err != nil {
+			_ = db.Close()
+			return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, sqldb.Redact(c.spec.Database), err)
+		}
+	}
 	c.db = db
-	c.query = selectByKey(c.spec)
+	c.query = selectByKey(c.spec, cols)
 	return nil
 }
 
 func (c *sqlConn) checkSchema(ctx context.Context, db *sql.DB) error {
 	have, err := sqldb.TableColumns(ctx, db, c.spec.Table)
 	if err != nil {
-		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, c.spec.Database, err)
+		return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, sqldb.Redact(c.spec.Database), err)
 	}
 	if len(have) == 0 {
-		return fmt.Errorf("%s.table: no table %q in %s", c.path, c.spec.Table, c.spec.Database)
+		return fmt.Errorf("%s.table: no table %q in %s", c.path, c.spec.Table, sqldb.Redact(c.spec.Database))
 	}
 	var errs []error
 	if !sqldb.HasColumn(have, c.spec.KeyColumn) {
@@ -57,15 +69,12 @@ func (c *sqlConn) checkSchema(ctx context.Context, db *sql.DB) error {
 	return errors.Join(errs...)
 }
 
-// selectByKey is the one query of a declaration: its columns of the rows
-// under a key, in a stable order, at most one row beyond MaxRows. Every
-// column is qualified by its table ([sqldb.Column]), so a column dropped
-// after the start fails the read instead of reading as its own name.
-func selectByKey(s SQL) string {
-	cols := make([]string, len(s.Columns))
-	for i, c := range s.Columns {
-		cols[i] = sqldb.Column(s.Table, c)
-	}
+// selectByKey is the one query of a declaration: its columns (cols, the
+// expressions selecting them) of the rows under a key, in a stable order,
+// at most one row beyond MaxRows. Every column is qualified by its table
+// ([sqldb.Column]), so a column dropped after the start fails the read
+// instead of reading as its own name.
+func selectByKey(s SQL, cols []string) string {
 	list := strings.Join(cols, ", ")
 	return fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? ORDER BY %s LIMIT %d",
 		list, sqldb.Ident(s.Table), sqldb.Column(s.Table, s.KeyColumn), list, MaxRows+1)

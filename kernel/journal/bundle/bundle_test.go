@@ -61,7 +61,7 @@ func newFixture(t *testing.T, n int) *fixture {
 				t.Fatal(err)
 			}
 		}
-		if err := st.Update(ctx, func(tx *store.Tx) error {
+		if err := st.Update(ctx, func(tx store.Tx) error {
 			_, err := tx.Append(at.Add(time.Duration(i)*time.Second), kind, ref, body)
 			return err
 		}); err != nil {

@@ -166,7 +166,7 @@ func TestPublisherRacesAppends(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range appends {
-				errs <- st.Update(ctx, func(tx *store.Tx) error {
+				errs <- st.Update(ctx, func(tx store.Tx) error {
 					_, err := tx.Append(time.Now(), "test", fmt.Sprintf("w%d-%d", w, i), nil)
 					return err
 				})
