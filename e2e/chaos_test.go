@@ -69,26 +69,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Stopped, the kernel signs its last checkpoint: the journal is
-	// verified whole, against every checkpoint it signed.
-	if err := st.Stop(); err != nil {
-		t.Errorf("stop the stack: %v", err)
-	}
-	if rep.Ledger, err = chaos.VerifyLedger(ctx, filepath.Join(binDir, "ambitctl"), st.Stack); err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := rep.Write(&table); err != nil {
-		t.Fatal(err)
-	}
-	if long {
-		fmt.Print(table.String())
-	} else {
-		t.Logf("\n%s", table.String())
-	}
-	for _, p := range rep.Problems() {
-		t.Error(p)
-	}
+	reportChaos(ctx, t, st, rep, long)
 	if long {
 		for _, p := range chaos.Processes {
 			for _, name := range chaos.Failpoints[p] {
@@ -97,5 +78,32 @@ func TestChaos(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// reportChaos stops the stack — stopped, the kernel signs its last
+// checkpoint, so the journal is verified whole against every checkpoint
+// it signed — then writes the run's table (to standard output when print,
+// else to the test log) and fails the test on every problem it found.
+func reportChaos(ctx context.Context, t *testing.T, st *stack, rep *chaos.Report, print bool) {
+	t.Helper()
+	if err := st.Stop(); err != nil {
+		t.Errorf("stop the stack: %v", err)
+	}
+	var err error
+	if rep.Ledger, err = chaos.VerifyLedger(ctx, filepath.Join(binDir, "ambitctl"), st.Stack); err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := rep.Write(&table); err != nil {
+		t.Fatal(err)
+	}
+	if print {
+		fmt.Print(table.String())
+	} else {
+		t.Logf("\n%s", table.String())
+	}
+	for _, p := range rep.Problems() {
+		t.Error(p)
 	}
 }

@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -133,23 +131,7 @@ func TestKernelReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := st.Stop(); err != nil {
-		t.Errorf("stop the stack: %v", err)
-	}
-	if rep.Ledger, err = chaos.VerifyLedger(ctx, filepath.Join(binDir, "ambitctl"), st.Stack); err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := rep.Write(&table); err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv(replicaFiguresEnv) != "" {
-		fmt.Print(table.String())
-	}
-	t.Logf("\n%s", table.String())
-	for _, p := range rep.Problems() {
-		t.Error(p)
-	}
+	reportChaos(ctx, t, st, rep, os.Getenv(replicaFiguresEnv) != "")
 	if t.Failed() {
 		for _, name := range []string{devstack.KernelReplica(1), devstack.KernelReplica(2)} {
 			log, _ := os.ReadFile(st.LogPath(name))
