@@ -259,12 +259,15 @@ func (k *Kernel) noteVersion(tx store.Tx, source, key, version string, now time.
 // watching it observed it at observedAt, and revokes at once what depended
 // on an older version. A report observed before a read the kernel already
 // recorded is stale: it changes nothing.
-func (k *Kernel) ReportStateChange(ctx context.Context, source, key, version string, observedAt time.Time) (Recorded, error) {
+func (k *Kernel) ReportStateChange(ctx context.Context, sidecar, source, key, version string, observedAt time.Time) (Recorded, error) {
 	if source == "" || key == "" {
 		return Recorded{}, refuse(ErrInvalid, "INVALID_REQUEST", "source and record_key are required")
 	}
 	var out Recorded
 	err := k.store.Update(ctx, func(tx store.Tx) error {
+		if err := k.watchedBy(tx, sidecar, source, key); err != nil {
+			return err
+		}
 		if !observedAt.IsZero() {
 			newer, err := tx.NewerRead(source, key, observedAt)
 			if err != nil || newer {
@@ -290,11 +293,12 @@ const watchWindow = 24 * time.Hour
 
 // WatchedRecords lists the records whose changes matter — read within the
 // watch window, or depended on by outstanding capabilities and open
-// approvals — with the version the kernel last saw of each.
-func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord, error) {
+// approvals — with the version the kernel last saw of each. An evidence
+// adapter that serves one agent sees only that agent's.
+func (k *Kernel) WatchedRecords(ctx context.Context, sidecar string) ([]*kernelv1.WatchedRecord, error) {
 	var out []*kernelv1.WatchedRecord
 	err := k.store.View(ctx, func(tx store.Tx) error {
-		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow))
+		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow), k.serves[sidecar])
 		if err != nil {
 			return err
 		}
@@ -309,6 +313,25 @@ func (k *Kernel) WatchedRecords(ctx context.Context) ([]*kernelv1.WatchedRecord,
 		return nil
 	})
 	return out, err
+}
+
+// watchedBy refuses a report on a record from an evidence adapter that
+// serves one agent unless that agent's tasks read it or depend on it: a
+// per-agent sidecar cannot revoke what other agents hold on records its
+// agent never saw.
+func (k *Kernel) watchedBy(tx store.Tx, sidecar, source, key string) error {
+	agent, ok := k.serves[sidecar]
+	if !ok {
+		return nil
+	}
+	records, err := tx.WatchedRecords(k.clock().Add(-watchWindow), agent)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(records, source+"/"+key) {
+		return refuse(ErrDenied, "RECORD_OUTSIDE_BINDING", "sidecar %q serves agent %q, whose tasks have not read record %s/%s", sidecar, agent, source, key)
+	}
+	return nil
 }
 
 // revoke revokes outstanding capabilities and cancels open approvals on a

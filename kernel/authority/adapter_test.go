@@ -480,12 +480,12 @@ func TestStaleStateReportIsIgnored(t *testing.T) {
 	observedEarly := w.clock.Now()
 	w.clock.Advance(time.Second)
 	_, c := w.allowed(task) // reads claims-v42 after the watcher's observation
-	rec, err := w.k.ReportStateChange(w.ctx, claimsDB, claimKey, "claims-v41", observedEarly)
+	rec, err := w.k.ReportStateChange(w.ctx, evidenceID, claimsDB, claimKey, "claims-v41", observedEarly)
 	if err != nil || rec.StateChanged || len(rec.Revoked) != 0 {
 		t.Fatalf("stale report = %+v, %v; want it ignored", rec, err)
 	}
 	w.clock.Advance(time.Second)
-	rec, err = w.k.ReportStateChange(w.ctx, claimsDB, claimKey, version43, w.clock.Now())
+	rec, err = w.k.ReportStateChange(w.ctx, evidenceID, claimsDB, claimKey, version43, w.clock.Now())
 	if err != nil || !rec.StateChanged || len(rec.Revoked) != 1 || rec.Revoked[0] != c.GetCapabilityId() {
 		t.Fatalf("fresh report = %+v, %v; want the capability revoked", rec, err)
 	}

@@ -46,6 +46,10 @@ func TestSidecarServesOneAgent(t *testing.T) {
 		}, "CAPABILITY_NOT_HOLDER"},
 		{"record an effect", func() error { _, _, err := w.k.RecordEffect(w.ctx, actionID, effect); return err }, "CAPABILITY_NOT_HOLDER"},
 		{"record a readback", func() error { _, _, err := w.k.RecordReadback(w.ctx, verifierID, readback); return err }, "CAPABILITY_NOT_HOLDER"},
+		{"report a state change of another agent's record", func() error {
+			_, err := w.k.ReportStateChange(w.ctx, evidenceID, claimsDB, claimKey, version43, w.clock.Now())
+			return err
+		}, "RECORD_OUTSIDE_BINDING"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +62,13 @@ func TestSidecarServesOneAgent(t *testing.T) {
 	}
 	if after := len(w.entries()); after != before {
 		t.Fatalf("refusals journaled %d entries", after-before)
+	}
+	// Nor does it see which records another agent's tasks watch.
+	if watched, err := w.k.WatchedRecords(w.ctx, evidenceID); err != nil || len(watched) != 0 {
+		t.Errorf("WatchedRecords for agent-2's sidecar = %v, %v; want none of the other agent's", watched, err)
+	}
+	if watched, err := w.k.WatchedRecords(w.ctx, "evidence-shared"); err != nil || len(watched) != 1 || watched[0].GetRecordKey() != claimKey {
+		t.Errorf("WatchedRecords for a shared sidecar = %v, %v; want %s", watched, err, claimKey)
 	}
 
 	// Bound to the task's own agent, the sidecars work as shared ones do.
@@ -77,6 +88,12 @@ func TestSidecarServesOneAgent(t *testing.T) {
 	}
 	if got, _, err := w.k.RecordReadback(w.ctx, verifierID, readback); err != nil || got.GetReadbackReceiptId() != "rb-1" {
 		t.Fatalf("RecordReadback by the agent's own sidecar = %v, %v", got, err)
+	}
+	if watched, err := w.k.WatchedRecords(w.ctx, evidenceID); err != nil || len(watched) != 1 || watched[0].GetRecordKey() != claimKey {
+		t.Errorf("WatchedRecords for the agent's own sidecar = %v, %v; want %s", watched, err, claimKey)
+	}
+	if rec, err := w.k.ReportStateChange(w.ctx, evidenceID, claimsDB, claimKey, version43, w.clock.Now()); err != nil || !rec.StateChanged {
+		t.Errorf("ReportStateChange by the agent's own sidecar = %+v, %v", rec, err)
 	}
 }
 

@@ -101,7 +101,11 @@ func (s *Adapter) ReportStateChange(ctx context.Context, req *kernelv1.ReportSta
 	if req.GetObservedAt() != nil {
 		observed = req.GetObservedAt().AsTime()
 	}
-	r, err := s.K.ReportStateChange(ctx, req.GetSource(), req.GetRecordKey(), req.GetStateVersion(), observed)
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.K.ReportStateChange(ctx, who, req.GetSource(), req.GetRecordKey(), req.GetStateVersion(), observed)
 	if err != nil {
 		return nil, Status(err)
 	}
@@ -110,7 +114,11 @@ func (s *Adapter) ReportStateChange(ctx context.Context, req *kernelv1.ReportSta
 
 // WatchedRecords lists the records whose changes matter.
 func (s *Adapter) WatchedRecords(ctx context.Context, _ *kernelv1.WatchedRecordsRequest) (*kernelv1.WatchedRecordsResponse, error) {
-	rs, err := s.K.WatchedRecords(ctx)
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := s.K.WatchedRecords(ctx, who)
 	if err != nil {
 		return nil, Status(err)
 	}

@@ -455,15 +455,29 @@ func (t *txn) approvals(where string, args ...any) ([]Approval, error) {
 
 // WatchedRecords lists ("source/key") the records whose changes still
 // matter: those read or noted since since, and those that outstanding
-// capabilities or open approvals depend on.
-func (t *txn) WatchedRecords(since time.Time) ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, `
+// capabilities or open approvals depend on; of every agent's tasks, or of
+// one agent's.
+func (t *txn) WatchedRecords(since time.Time, agent string) ([]string, error) {
+	authorised, pending, approved := agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED
+	var rows *sql.Rows
+	var err error
+	if agent == "" {
+		rows, err = t.QueryContext(t.ctx, `
 		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
 		UNION SELECT record FROM capabilities WHERE status = ? AND record != ''
 		UNION SELECT record FROM approvals WHERE state IN (?, ?) AND record != ''
 		ORDER BY 1`,
-		ts(since), agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
-		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)
+			ts(since), authorised, pending, approved)
+	} else {
+		// One agent's: what its tasks read, or depend on.
+		rows, err = t.QueryContext(t.ctx, `
+		SELECT e.source || '/' || e.record_key FROM evidence e JOIN tasks k ON k.task_id = e.task_id WHERE k.agent = ? AND e.read_at >= ?
+		UNION SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.status = ? AND c.record != ''
+		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.state IN (?, ?) AND a.record != ''
+		ORDER BY 1`,
+			agent, ts(since), agent, authorised, agent, pending, approved)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
