@@ -44,7 +44,7 @@ func (s *syncBuffer) String() string {
 // stack.json once every process serves, keeps them running, and on SIGTERM
 // stops every one of them and removes stack.json.
 func TestDevUp(t *testing.T) {
-	d := devUp(t, "--agents", "2",
+	d := devUp(t, "--agents", "2", "--sidecars", "shared",
 		"--example", filepath.Join(examplesDir, demo.ExpenseRefund), "--example", filepath.Join(examplesDir, demo.Supportdesk))
 	info := d.info
 	if !slices.Equal(info.Agents, []string{"agent", "agent-2"}) || info.PKI != filepath.Join(d.dir, "pki") ||
@@ -61,7 +61,8 @@ func TestDevUp(t *testing.T) {
 	d.stop(t, []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier, "supportdesk-mcp"})
 }
 
-// TestDevUpPerAgent runs `ambitctl dev up --agents 3 --sidecars per-agent`:
+// TestDevUpPerAgent runs `ambitctl dev up --agents 3` (per-agent sidecars,
+// the default with several agents):
 // one kernel and, per agent, its own evidence adapter, action adapter,
 // verifier and ambit-mcp, each started from a configuration file in the
 // folder, each with its own identity, all stopped on SIGTERM.
@@ -69,7 +70,8 @@ func TestDevUp(t *testing.T) {
 // Beside a PostgreSQL server (make test), the kernel tier is two replicas
 // sharing it: the topology of a deployment beyond one machine.
 func TestDevUpPerAgent(t *testing.T) {
-	args := []string{"--agents", "3", "--sidecars", "per-agent", "--example", filepath.Join(examplesDir, demo.ExpenseRefund)}
+	// Per-agent is the default with several agents.
+	args := []string{"--agents", "3", "--example", filepath.Join(examplesDir, demo.ExpenseRefund)}
 	replicas := os.Getenv(pgtest.Env) != ""
 	if replicas {
 		args = append(args, "--database", pgtest.Database(t), "--kernel-replicas", "2")

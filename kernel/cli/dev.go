@@ -63,7 +63,7 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 	var examples names
 	fs.Var(&examples, "example", "enable the example whose manifest is `PATH` (example.yaml or its folder); repeatable (default: every example under the bin folder's ../examples)")
 	agents := fs.Int("agents", 1, "how many agent identities to create: agent, agent-2, …")
-	sidecars := fs.String("sidecars", string(devstack.SharedSidecars), "`topology` of the sidecars: shared (one evidence adapter, action adapter and verifier for every agent) or per-agent (each agent its own, and its own ambit-mcp, each with its own identity)")
+	sidecars := fs.String("sidecars", "", "`topology` of the sidecars: shared (one evidence adapter, action adapter and verifier for every agent) or per-agent (each agent its own, and its own ambit-mcp, each with its own identity); default per-agent with more than one agent, else shared")
 	purpose := fs.String("purpose", "", "with --sidecars per-agent, the `purpose` the agents' gateways serve (default: the first example's contract's)")
 	database := fs.String("database", "", "the kernel's database: an SQLite file (default DIR/kernel.db) or a postgres:// `URL`")
 	replicas := fs.Int("kernel-replicas", 1, "how many kernel processes share the database (more than one needs --database postgres://…)")
@@ -80,6 +80,14 @@ func runDevUp(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("%w: --kernel-replicas must be at least 1", ErrUsage)
 	}
 	topology := devstack.Topology(*sidecars)
+	if topology == "" {
+		// Several agents each get their own sidecars unless asked
+		// otherwise: one agent's sidecars must not serve another.
+		topology = devstack.SharedSidecars
+		if *agents > 1 {
+			topology = devstack.PerAgentSidecars
+		}
+	}
 	if topology != devstack.SharedSidecars && topology != devstack.PerAgentSidecars {
 		return fmt.Errorf("%w: --sidecars must be %s or %s, not %q", ErrUsage, devstack.SharedSidecars, devstack.PerAgentSidecars, *sidecars)
 	}
