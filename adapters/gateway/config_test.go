@@ -44,6 +44,9 @@ func TestConfig(t *testing.T) {
 	}{
 		{name: "valid", text: validConfig},
 		{name: "an explicit loopback listen address", text: validConfig + "listen: localhost:7801\n"},
+		{name: "kernel replicas", text: strings.Replace(validConfig, "kernel: 127.0.0.1:7701", "kernel: 127.0.0.1:7701,127.0.0.2:7701", 1)},
+		{name: "a kernel replica without a port", text: strings.Replace(validConfig, "kernel: 127.0.0.1:7701", "kernel: 127.0.0.1:7701,kernel-2", 1),
+			errs: []string{"kernel: address kernel-2: missing port in address"}},
 		{name: "nothing", text: "{}", errs: []string{"pki_dir is required", "kernel is required", "evidence is required",
 			"action is required", "verifier is required", "task_id is required", "purpose is required"}},
 		{name: "an address without a port", text: strings.Replace(validConfig, "127.0.0.1:7711", "evidence.local", 1),

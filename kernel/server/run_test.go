@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"strings"
 	"testing"
 
 	"path/filepath"
 
 	"github.com/ambitkernel/ambit/kernel/store"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
 
 func TestWritableProbe(t *testing.T) {
@@ -53,6 +56,44 @@ func TestWritableProbe(t *testing.T) {
 	// probe fails (file permissions do not stop root, so the test asks
 	// SQLite for a read-only connection).
 	ro, closeRO, err := writableProbeDSN(path, "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRO()
+	if err := ro(ctx); err == nil || !strings.Contains(err.Error(), "does not take writes") {
+		t.Errorf("probe of a read-only database = %v, want it refused", err)
+	}
+}
+
+// TestPostgresProbe: the probe passes on a writable PostgreSQL database and
+// fails, without its password, once the database takes no writes.
+func TestPostgresProbe(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t)
+	probe, closeProbe, err := writableProbe(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProbe()
+	if err := probe(ctx); err != nil {
+		t.Errorf("probe of a writable database: %v", err)
+	}
+
+	db, err := sqldb.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if _, err := db.ExecContext(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	// A new connection takes the setting.
+	ro, closeRO, err := writableProbe(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

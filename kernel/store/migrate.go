@@ -26,8 +26,8 @@ var migrations = []migration{
 	{version: 1, stmts: append(append([]string{}, journal.Schema...), schema...)},
 }
 
-// SchemaVersion is the schema version this kernel writes.
-func SchemaVersion() int { return migrations[len(migrations)-1].version }
+// schemaVersion is the schema version this kernel writes.
+func schemaVersion() int { return migrations[len(migrations)-1].version }
 
 // migrateLock is the advisory lock that serialises replicas migrating one
 // PostgreSQL database at start-up.
@@ -73,8 +73,8 @@ func migrate(ctx context.Context, db *sql.DB, pg bool) error {
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&have); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if have > SchemaVersion() {
-		return fmt.Errorf("migrate: the database's schema is version %d, newer than this kernel's %d: run a kernel at least as new", have, SchemaVersion())
+	if have > schemaVersion() {
+		return fmt.Errorf("migrate: the database's schema is version %d, newer than this kernel's %d: run a kernel at least as new", have, schemaVersion())
 	}
 	for _, m := range migrations {
 		if m.version <= have {

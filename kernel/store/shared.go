@@ -99,9 +99,6 @@ func (sh *shared) followers() []func(context.Context, []journal.Entry) error {
 	return sh.follow
 }
 
-// Shared reports whether other kernel replicas may write this store.
-func (s *Store) Shared() bool { return s.pg != nil }
-
 // lockAndCatchUp takes the writers' lock in tx, then brings the frontier
 // and the followers up to the journal's committed head.
 func (sh *shared) lockAndCatchUp(tx *sql.Tx, s *Store) error {
@@ -129,11 +126,9 @@ func (sh *shared) lockAndCatchUp(tx *sql.Tx, s *Store) error {
 	if err != nil {
 		return err
 	}
-	if s.frontierErr == nil {
-		for _, fn := range sh.followers() {
-			if err := fn(ctx, entries); err != nil {
-				return fmt.Errorf("follow the journal: %w", err)
-			}
+	for _, fn := range sh.followers() {
+		if err := fn(ctx, entries); err != nil {
+			return fmt.Errorf("follow the journal: %w", err)
 		}
 	}
 	s.frontier, s.frontierErr = f, nil

@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"strings"
+
 	"bytes"
 	"context"
 	"errors"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"path/filepath"
 	"testing"
 	"time"
@@ -599,5 +602,29 @@ func TestUpdateCanceledContext(t *testing.T) {
 	err := s.Update(ctx, func(tx store.Tx) error { called = true; return nil })
 	if err == nil || called {
 		t.Errorf("Update with a cancelled context = %v (callback ran: %v), want an error", err, called)
+	}
+}
+
+// TestOpenRefusesNewerSchema: a database migrated by a newer kernel is
+// refused at open, naming both versions, and left as it was.
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	dsn := storetest.DSN(t, filepath.Join(t.TempDir(), "k.db"))
+	s := open(t, dsn)
+	db, err := sqldb.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, 99, "2030-01-01T00:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 1") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 1", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("schema_version rows = %d, %v; want the 2 there were", n, err)
 	}
 }

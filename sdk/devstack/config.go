@@ -60,9 +60,7 @@ func (s *Stack) writeConfig(p member) error {
 	case Kernel:
 		cfg = s.common(p.name, p.identity)
 		cfg["database"] = s.KernelDB
-		if dir := s.CheckpointDir(p.name); dir != s.KernelDB+".checkpoints" {
-			cfg["checkpoints"] = map[string]any{"dir": dir}
-		}
+		cfg["checkpoints"] = map[string]any{"dir": s.CheckpointDir(p.name)}
 		cfg["durability"] = s.opts.Durability
 		cfg["capability_ttl"] = s.opts.CapabilityTTL.String()
 		cfg["listen"] = map[string]string{

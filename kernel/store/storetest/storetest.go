@@ -11,14 +11,11 @@ import (
 	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
 
-// Postgres reports whether tests run on PostgreSQL.
-func Postgres() bool { return os.Getenv("AMBIT_TEST_STORE") == "postgres" }
-
 // DSN returns path, or a fresh PostgreSQL database's URL when tests run on
 // PostgreSQL.
 func DSN(t testing.TB, path string) string {
 	t.Helper()
-	if Postgres() {
+	if os.Getenv("AMBIT_TEST_STORE") == "postgres" {
 		return pgtest.Database(t)
 	}
 	return path
