@@ -209,3 +209,48 @@ func TestLedgerFollowsCommitsUnderRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSubmitWithinCumulativeGrant: proposals racing on one task
+// with room for three of them: exactly three are granted, and every other
+// is denied for exactly the reason a serial order gives.
+func TestConcurrentSubmitWithinCumulativeGrant(t *testing.T) {
+	const n = 24
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 1 << 20
+		c.Action.MaxCumulativeAmount = &contractv1.Money{CurrencyCode: "GBP", MinorUnits: 3 * 1000}
+		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
+	})
+	env, _ := w.read(task)
+	results := make([]*authority.Decided, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = w.k.Submit(w.ctx, proposal(task, refund(1000, subject), proto.CloneOf(env)))
+		}()
+	}
+	wg.Wait()
+	outcomes := map[string]int{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Submit %d: %v", i, errs[i])
+		}
+		v := verdictOf(results[i])
+		outcomes[v.Outcome]++
+		if v.Outcome == "OUTCOME_DENY" {
+			if diff := cmp.Diff([]string{"CUMULATIVE_AMOUNT_EXCEEDS_GRANT"}, v.Codes); diff != "" {
+				t.Errorf("DENY %d reasons (-want +got):\n%s", i, diff)
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 3, "OUTCOME_DENY": n - 3}, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	list, err := w.k.Commitments(w.ctx, task)
+	if err != nil || len(list) != 3 {
+		t.Errorf("%d commitments stored (%v), want 3", len(list), err)
+	}
+}

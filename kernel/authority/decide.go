@@ -3,6 +3,7 @@ package authority
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,12 +11,14 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/derive"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
@@ -85,9 +88,24 @@ type cited struct {
 	ref     *receiptv1.ReceiptRef
 }
 
-// Submit decides a proposal: gather → derive → evaluate → persist, in one
-// transaction. The decision is in the journal before Submit returns; a
-// refusal (invalid input, unknown task) changes nothing.
+// errConflict: something an optimistic decision read changed before its
+// update could append it. The decision is made again.
+var errConflict = errors.New("the decision's inputs changed while it was made")
+
+// optimisticTries bounds the optimistic attempts before a decision is made
+// inside the writer, where nothing can change under it.
+const optimisticTries = 3
+
+// Submit decides a proposal: gather → derive → evaluate → persist. The
+// decision is in the journal before Submit returns; a refusal (invalid
+// input, unknown task) changes nothing.
+//
+// On an exclusive store the work runs on the caller's goroutine, beside
+// other decisions: reads on a read connection, evaluation, signing and
+// marshalling; the writer only checks that nothing read has changed and
+// appends. Usage is reserved before evaluating, so concurrent proposals on
+// one task never overspend. A store other replicas write decides inside
+// the writer.
 func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 	call, err := validateProposal(&p)
 	if err != nil {
@@ -95,31 +113,18 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 	}
 	start := time.Now()
 	var out *Decided
-	var d evaluate.Decision
-	err = k.store.Update(ctx, func(tx store.Tx) error {
-		now := k.clock()
-		if p.RequestID != "" {
-			prior, found, err := k.repeated(tx, &p, call)
-			if err != nil || found {
-				out = prior
-				return err
-			}
+	var d *evaluate.Decision
+	err = errConflict
+	for try := 0; try < optimisticTries && errors.Is(err, errConflict) && k.store.Exclusive(); try++ {
+		out, d, err = k.decideOptimistic(ctx, &p, call)
+	}
+	if errors.Is(err, errConflict) {
+		if k.store.Exclusive() {
+			// Nothing else in flight on the task may count on it.
+			defer k.reserved.alone(p.TaskID)()
 		}
-		g, err := k.gather(tx, &p, call, now)
-		if err != nil {
-			return err
-		}
-		facts := derive.Facts(&derive.Input{
-			Contract: g.b.compiled.Compiled, Class: g.b.classIfNotCanonical(), TaskID: p.TaskID, Purpose: p.Purpose,
-			Call: call, Plan: g.plan, Evidence: receipts(g.evidence), Versions: g.versions, Usage: g.usage,
-			Approved: g.approval != nil, Now: now,
-		})
-		if err := evaluate.Evaluate(&facts, g.b.eval, now, &d); err != nil {
-			return refuse(ErrInvalid, "INVALID_REQUEST", "%v", err)
-		}
-		out, err = k.persist(tx, &p, call, g, &facts, &d, now)
-		return err
-	})
+		out, d, err = k.decideInWriter(ctx, &p, call)
+	}
 	if err != nil {
 		k.log.Info("proposal refused", zap.String("task", p.TaskID), zap.String("agent", p.Agent), zap.String("tool", p.Call.GetTool()), zap.Error(err))
 		return nil, err
@@ -128,19 +133,182 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 		k.log.Info("proposal repeated", zap.String("decision", out.GetDecisionId()), zap.String("task", p.TaskID), zap.String("request", p.RequestID))
 		return out, nil
 	}
-	codes := make([]string, len(d.Reasons))
-	for i, r := range d.Reasons {
-		codes[i] = r.Code.String()
-		if r.Constraint != "" {
-			codes[i] += ":" + r.Constraint
+	if ce := k.log.Check(zap.InfoLevel, "decision"); ce != nil {
+		codes := make([]string, len(d.Reasons))
+		for i, r := range d.Reasons {
+			codes[i] = r.Code.String()
+			if r.Constraint != "" {
+				codes[i] += ":" + r.Constraint
+			}
+		}
+		ce.Write(zap.String("decision", out.GetDecisionId()), zap.String("task", p.TaskID), zap.String("agent", p.Agent),
+			zap.String("tool", call.Tool), zap.String("outcome", d.Outcome.String()),
+			zap.Strings("reasons", codes), zap.String("approval", out.GetApprovalId()),
+			zap.Bool("capability", out.GetCapability() != nil), zap.Duration("took", time.Since(start)))
+	}
+	return out, nil
+}
+
+// decideInWriter makes the whole decision inside one update.
+func (k *Kernel) decideInWriter(ctx context.Context, p *Proposal, call *toolcall.Call) (*Decided, *evaluate.Decision, error) {
+	var out *Decided
+	var d *evaluate.Decision
+	err := k.store.Update(ctx, func(tx store.Tx) error {
+		now := k.clock()
+		if p.RequestID != "" {
+			prior, found, err := k.repeated(tx, p, call)
+			if err != nil || found {
+				out = prior
+				return err
+			}
+		}
+		g, err := k.plan(tx, p, call)
+		if err != nil {
+			return err
+		}
+		if err := k.readState(tx, p, call, g); err != nil {
+			return err
+		}
+		if err := tx.ExpireDue(p.TaskID, now); err != nil {
+			return err
+		}
+		count, sum, err := tx.Usage(p.TaskID, g.plan.Amount.Currency)
+		if err != nil {
+			return err
+		}
+		g.usage = derive.Usage{Count: count, Minor: sum}
+		head, err := tx.Head()
+		if err != nil {
+			return err
+		}
+		facts, dd, err := k.evaluate(p, call, g, now)
+		if err != nil {
+			return err
+		}
+		d = dd
+		w, err := k.prepare(p, call, g, facts, d, now, head)
+		if err != nil {
+			return err
+		}
+		out = w.out
+		return k.write(tx, p, call, g, w)
+	})
+	return out, d, err
+}
+
+// decideOptimistic makes a decision outside the writer (see Submit): it
+// stamps what other updates may change before reading it, and the update
+// that appends the decision checks the stamps. errConflict means it must
+// be made again.
+func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolcall.Call) (*Decided, *evaluate.Decision, error) {
+	now := k.clock()
+	keys := []string{store.BindingKey(p.TaskID)}
+	stamp := k.store.Versions(keys)
+	ledgerAt := k.ledger.version.Load()
+	head := k.store.CommittedHead()
+	var out *Decided
+	var g *gathered
+	err := k.store.Read(ctx, func(tx store.Tx) error {
+		if p.RequestID != "" {
+			prior, found, err := k.repeated(tx, p, call)
+			if err != nil || found {
+				out = prior
+				return err
+			}
+		}
+		var err error
+		g, err = k.plan(tx, p, call)
+		return err
+	})
+	if err != nil || out != nil {
+		return out, nil, err
+	}
+	// The records are known once the contract is: stamp them before the
+	// read that sees their versions.
+	for _, r := range g.records() {
+		src, key := splitRecord(r)
+		keys = append(keys, store.RecordKey(src, key))
+	}
+	stamp = append(stamp, k.store.Versions(keys[1:])...)
+	others := k.reserved.reserve(p.TaskID, g.plan.Amount.Currency, g.plan.Amount.Minor)
+	defer k.reserved.release(p.TaskID, g.plan.Amount.Currency, g.plan.Amount.Minor)
+	// Usage is read after the reservations: a decision that released its
+	// own has its capability in the committed usage by then.
+	count, sum := k.store.Usage(p.TaskID, g.plan.Amount.Currency)
+	var due []store.Capability
+	err = k.store.Read(ctx, func(tx store.Tx) error {
+		if err := k.readState(tx, p, call, g); err != nil {
+			return err
+		}
+		var err error
+		due, err = tx.Due(p.TaskID, now)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Capabilities past their expiry stop counting; the update marks them.
+	for _, c := range due {
+		count--
+		if c.Currency == g.plan.Amount.Currency {
+			sum -= c.AmountMinor
 		}
 	}
-	k.log.Info("decision",
-		zap.String("decision", out.GetDecisionId()), zap.String("task", p.TaskID), zap.String("agent", p.Agent),
-		zap.String("tool", call.Tool), zap.String("outcome", d.Outcome.String()),
-		zap.Strings("reasons", codes), zap.String("approval", out.GetApprovalId()),
-		zap.Bool("capability", out.GetCapability() != nil), zap.Duration("took", time.Since(start)))
-	return out, nil
+	g.usage = derive.Usage{Count: count, Minor: sum}
+	facts, d, err := k.evaluate(p, call, g, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if others != (derive.Usage{}) {
+		// The outcome must not depend on how the others in flight turn
+		// out: the same if they are all granted.
+		hi := *g
+		hi.usage = derive.Usage{Count: count + others.Count, Minor: sum + others.Minor}
+		_, dh, err := k.evaluate(p, call, &hi, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !sameDecision(d, dh) {
+			return nil, nil, errConflict
+		}
+	}
+	w, err := k.prepare(p, call, g, facts, d, now, head)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = k.store.Update(ctx, func(tx store.Tx) error {
+		if tx.Changed(keys, stamp) || k.ledger.version.Load() != ledgerAt {
+			return errConflict
+		}
+		if len(due) > 0 {
+			if err := tx.ExpireDue(p.TaskID, now); err != nil {
+				return err
+			}
+		}
+		if g.approval != nil {
+			// Approvals change outside any stamp: read it again here.
+			if _, err := k.usableApproval(tx, p.ApprovalID, p.TaskID, callHash(p.TaskID, call)); err != nil {
+				return errConflict
+			}
+		}
+		err := k.write(tx, p, call, g, w)
+		if sqldb.IsUniqueViolation(err) {
+			return errConflict // the request id was answered meanwhile
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return w.out, d, nil
+}
+
+// sameDecision reports whether two decisions have one outcome for the same
+// reasons.
+func sameDecision(a, b *evaluate.Decision) bool {
+	return a.Outcome == b.Outcome && slices.EqualFunc(a.Reasons, b.Reasons, func(x, y evaluate.Reason) bool {
+		return x.Code == y.Code && x.Constraint == y.Constraint && slices.Equal(x.Items, y.Items)
+	})
 }
 
 // repeated answers a repeat of an earlier request id with the first answer.
@@ -163,7 +331,9 @@ func (k *Kernel) repeated(tx store.Tx, p *Proposal, call *toolcall.Call) (*Decid
 	return &out, true, nil
 }
 
-func (k *Kernel) gather(tx store.Tx, p *Proposal, call *toolcall.Call, now time.Time) (*gathered, error) {
+// plan reads the task's contract and the cited evidence, and plans the
+// call under the contract.
+func (k *Kernel) plan(tx store.Tx, p *Proposal, call *toolcall.Call) (*gathered, error) {
 	b, err := k.taskContract(tx, p.TaskID)
 	if err != nil {
 		return nil, err
@@ -179,47 +349,81 @@ func (k *Kernel) gather(tx store.Tx, p *Proposal, call *toolcall.Call, now time.
 	if g.evidence, err = k.openEvidence(tx, p.TaskID, p.Evidence); err != nil {
 		return nil, err
 	}
-	records := []string{plan.Record}
-	for _, c := range g.evidence {
-		records = append(records, c.receipt.GetSource()+"/"+c.receipt.GetRecordKey())
-	}
-	for _, r := range records {
-		if _, seen := g.versions[r]; seen || r == "" {
-			continue
+	return g, nil
+}
+
+// records are the records the decision reads the state of: the call's and
+// the evidence's.
+func (g *gathered) records() []string {
+	out := make([]string, 0, 1+len(g.evidence))
+	for _, r := range append([]string{g.plan.Record}, evidenceRecords(g.evidence)...) {
+		if r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
 		}
+	}
+	return out
+}
+
+func evidenceRecords(cs []cited) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.receipt.GetSource() + "/" + c.receipt.GetRecordKey()
+	}
+	return out
+}
+
+// readState reads the records' state versions and the approval the
+// proposal names.
+func (k *Kernel) readState(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered) error {
+	for _, r := range g.records() {
 		src, key := splitRecord(r)
 		v, ok, err := tx.RecordVersion(src, key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ok {
 			g.versions[r] = v
 		}
 	}
-	if err := tx.ExpireDue(p.TaskID, now); err != nil {
-		return nil, err
-	}
-	count, sum, err := tx.Usage(p.TaskID, plan.Amount.Currency)
-	if err != nil {
-		return nil, err
-	}
-	g.usage = derive.Usage{Count: count, Minor: sum}
 	if p.ApprovalID != "" {
 		a, err := k.usableApproval(tx, p.ApprovalID, p.TaskID, callHash(p.TaskID, call))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		g.approval = &a
 	}
-	return g, nil
+	return nil
 }
 
-func (k *Kernel) persist(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered, facts *evaluate.Facts, d *evaluate.Decision, now time.Time) (*Decided, error) {
-	head, err := tx.Head()
-	if err != nil {
-		return nil, err
+// evaluate derives the facts and decides: pure, no I/O.
+func (k *Kernel) evaluate(p *Proposal, call *toolcall.Call, g *gathered, now time.Time) (*evaluate.Facts, *evaluate.Decision, error) {
+	facts := derive.Facts(&derive.Input{
+		Contract: g.b.compiled.Compiled, Class: g.b.classIfNotCanonical(), TaskID: p.TaskID, Purpose: p.Purpose,
+		Call: call, Plan: g.plan, Evidence: receipts(g.evidence), Versions: g.versions, Usage: g.usage,
+		Approved: g.approval != nil, Now: now,
+	})
+	var d evaluate.Decision
+	if err := evaluate.Evaluate(&facts, g.b.eval, now, &d); err != nil {
+		return nil, nil, refuse(ErrInvalid, "INVALID_REQUEST", "%v", err)
 	}
+	return &facts, &d, nil
+}
+
+// written is a decision ready to be written: its answer, its signed
+// receipts marshalled for the journal, and the rows it adds.
+type written struct {
+	out        *Decided
+	decision   []byte
+	capability []byte
+	capRow     *store.Capability
+	approval   *store.Approval
+	at         time.Time
+}
+
+// prepare builds, signs and marshals what a decision writes, without I/O.
+func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *evaluate.Facts, d *evaluate.Decision, now time.Time, head journal.TreeHead) (*written, error) {
 	out := &Decided{DecisionId: k.newID("dec-"), Decision: contract.DecisionProto(d)}
+	w := &written{out: out, at: now}
 	dr := &receiptv1.DecisionReceipt{
 		DecisionId:     out.DecisionId,
 		TaskId:         p.TaskID,
@@ -237,11 +441,15 @@ func (k *Kernel) persist(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathe
 	}
 	switch {
 	case d.Outcome == evaluate.Allow:
-		capEnv, row, err := k.issue(tx, g, p, call, facts, out.DecisionId, now)
+		env, row, err := k.issue(g, p, call, facts, out.DecisionId, now)
 		if err != nil {
 			return nil, err
 		}
-		out.Capability, dr.CapabilityId = capEnv, row.CapabilityID
+		if w.capability, err = proto.Marshal(env); err != nil {
+			return nil, err
+		}
+		w.capRow = &row
+		out.Capability, dr.CapabilityId = env, row.CapabilityID
 		out.IdempotencyKey, out.CapabilityExpiresAt = row.IdempotencyKey, timestamppb.New(row.ExpiresAt)
 		if g.approval != nil {
 			dr.ApprovalId = g.approval.Body.GetApprovalId()
@@ -249,7 +457,7 @@ func (k *Kernel) persist(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathe
 	case d.Approvable() && g.approval == nil:
 		out.ApprovalId = k.newID("apr-")
 		dr.ApprovalId = out.ApprovalId
-		a := store.Approval{EffectHash: callHash(p.TaskID, call), Record: g.plan.Record, Body: &kernelv1.Approval{
+		w.approval = &store.Approval{EffectHash: callHash(p.TaskID, call), Record: g.plan.Record, Body: &kernelv1.Approval{
 			ApprovalId:  out.ApprovalId,
 			TaskId:      p.TaskID,
 			DecisionId:  out.DecisionId,
@@ -258,28 +466,58 @@ func (k *Kernel) persist(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathe
 			State:       kernelv1.ApprovalState_APPROVAL_STATE_PENDING,
 			RequestedAt: timestamppb.New(now),
 		}}
-		if err := tx.InsertApproval(a); err != nil {
-			return nil, err
-		}
 	}
 	env, err := k.signer.Sign(dr)
 	if err != nil {
 		return nil, err
 	}
 	out.DecisionReceipt = env
-	if out.LogIndex, err = k.appendEnvelope(tx, now, "decision", out.DecisionId, env); err != nil {
+	if w.decision, err = proto.Marshal(env); err != nil {
 		return nil, err
 	}
-	if p.RequestID != "" {
-		body, err := proto.Marshal(out)
-		if err != nil {
-			return nil, err
+	return w, nil
+}
+
+// write records a prepared decision in tx: its rows, the capability's and
+// the decision's journal entries, and the answer to its request id.
+func (k *Kernel) write(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered, w *written) error {
+	now := w.at
+	if w.capRow != nil {
+		if g.approval != nil {
+			a := *g.approval
+			a.Body = proto.CloneOf(a.Body)
+			a.Body.State = kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED
+			if err := tx.UpdateApproval(a); err != nil {
+				return err
+			}
 		}
-		if err := tx.InsertRequest(store.Request{TaskID: p.TaskID, RequestID: p.RequestID, Agent: p.Agent, CallHash: callHash(p.TaskID, call), Response: body, At: now}); err != nil {
-			return nil, err
+		if err := tx.InsertCapability(*w.capRow); err != nil {
+			return err
+		}
+		if _, err := tx.Append(now, "capability", w.capRow.CapabilityID, w.capability); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	if w.approval != nil {
+		if err := tx.InsertApproval(*w.approval); err != nil {
+			return err
+		}
+	}
+	e, err := tx.Append(now, "decision", w.out.DecisionId, w.decision)
+	if err != nil {
+		return err
+	}
+	w.out.LogIndex = uint64(e.Seq - 1)
+	if p.RequestID != "" {
+		body, err := proto.Marshal(w.out)
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertRequest(store.Request{TaskID: p.TaskID, RequestID: p.RequestID, Agent: p.Agent, CallHash: callHash(p.TaskID, call), Response: body, At: now}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func receipts(cs []cited) []*receiptv1.EvidenceReceipt {
@@ -362,9 +600,9 @@ func (k *Kernel) usableApproval(tx store.Tx, id, taskID, hash string) (store.App
 	return a, nil
 }
 
-// issue creates, records and signs a one-time capability for exactly the
-// decided call, and consumes the approval it used.
-func (k *Kernel) issue(tx store.Tx, g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Envelope, store.Capability, error) {
+// issue creates and signs a one-time capability for exactly the decided
+// call, and the row that records it.
+func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Envelope, store.Capability, error) {
 	expires := now.Add(k.ttl)
 	if vu := g.b.eval.ValidUntil; vu.Before(expires) {
 		expires = vu
@@ -405,16 +643,6 @@ func (k *Kernel) issue(tx store.Tx, g *gathered, p *Proposal, call *toolcall.Cal
 	}
 	if g.approval != nil {
 		row.ApprovalID = g.approval.Body.GetApprovalId()
-		g.approval.Body.State = kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED
-		if err := tx.UpdateApproval(*g.approval); err != nil {
-			return nil, store.Capability{}, err
-		}
-	}
-	if err := tx.InsertCapability(row); err != nil {
-		return nil, store.Capability{}, err
-	}
-	if _, err := k.appendEnvelope(tx, now, "capability", row.CapabilityID, env); err != nil {
-		return nil, store.Capability{}, err
 	}
 	return env, row, nil
 }

@@ -43,6 +43,16 @@ type Store interface {
 	VerifyJournal(ctx context.Context, trusted []journal.TreeHead) (journal.Report, error)
 	// Follow receives the journal entries other replicas commit.
 	Follow(fn func(ctx context.Context, entries []journal.Entry) error)
+
+	// An exclusive store (no other process writes it) lets decisions
+	// read outside the writer: Read on a connection of its own, with
+	// Versions stamping what may change under them, and Usage and
+	// CommittedHead as memory holds them since the last commit.
+	Exclusive() bool
+	Read(ctx context.Context, fn func(tx store.Tx) error) error
+	Versions(keys []string) []uint64
+	Usage(taskID, currency string) (count int32, sum int64)
+	CommittedHead() journal.TreeHead
 }
 
 var _ Store = (*store.Store)(nil)
@@ -83,6 +93,8 @@ type Kernel struct {
 	compile sync.Map // content hash → *compiled
 	// requests limits boundary-change requests per agent.
 	requests window
+	// reserved is what decisions in flight may use up.
+	reserved reservations
 }
 
 // New builds a kernel over an opened store and replays the authority

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
@@ -39,6 +40,9 @@ type ledger struct {
 	// mu guards what readers see: the classes as of the last commit.
 	mu   sync.RWMutex
 	auth canon.Authorities
+	// version moves with every publication: a decision made outside the
+	// writer checks that the classes it read are still the ledger's.
+	version atomic.Uint64
 	// classes follows state: a publication reclassifies only what the
 	// transitions since the previous one changed, so its cost does not
 	// grow with the ledger.
@@ -165,6 +169,7 @@ func (l *ledger) publish() {
 	defer l.mu.Unlock()
 	l.classes.Update(l.state)
 	l.dirty = false
+	l.version.Add(1)
 }
 
 // restore reloads the state from the journal after an update that applied a

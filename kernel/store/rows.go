@@ -28,6 +28,7 @@ func (t *txn) BindTask(taskID string, b Task, at time.Time) error {
 	if err != nil {
 		return fmt.Errorf("bind task %q: %w", taskID, err)
 	}
+	t.touch(BindingKey(taskID))
 	return nil
 }
 
@@ -84,6 +85,7 @@ func (t *txn) SetRecordVersion(source, key, version string, at time.Time) error 
 	if err != nil {
 		return fmt.Errorf("record %s/%s: %w", source, key, err)
 	}
+	t.touch(RecordKey(source, key))
 	return nil
 }
 
@@ -270,29 +272,21 @@ func (t *txn) use(c Capability, sign int64) error {
 	if err != nil {
 		return fmt.Errorf("usage of task %q: %w", c.TaskID, err)
 	}
+	if t.s.pg == nil {
+		t.changes.usage = append(t.changes.usage, usageDelta{task: c.TaskID, currency: c.Currency, sign: sign, minor: sign * c.AmountMinor})
+	}
 	return nil
 }
 
 // ExpireDue marks a task's unredeemed capabilities past their expiry as
 // expired: an unredeemed capability stops counting when it can no longer
 // be used. Readers that cannot write see the same through
-// capability.Effective.
+// capability.Effective, or subtract what Due lists.
 func (t *txn) ExpireDue(taskID string, now time.Time) error {
-	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
-		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
+	expired, err := t.Due(taskID, now)
 	if err != nil {
-		return fmt.Errorf("expire capabilities of task %q: %w", taskID, err)
+		return err
 	}
-	var expired []Capability
-	for rows.Next() {
-		c, err := scanCapability(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("expire capabilities of task %q: %w", taskID, err)
-		}
-		expired = append(expired, c)
-	}
-	rows.Close()
 	for _, c := range expired {
 		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
 		c.Note = "expired before it was redeemed"
@@ -301,6 +295,26 @@ func (t *txn) ExpireDue(taskID string, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// Due lists a task's unredeemed capabilities past their expiry at now:
+// those ExpireDue would mark.
+func (t *txn) Due(taskID string, now time.Time) ([]Capability, error) {
+	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
+		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
+	if err != nil {
+		return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
+	}
+	defer rows.Close()
+	var due []Capability
+	for rows.Next() {
+		c, err := scanCapability(rows)
+		if err != nil {
+			return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
+		}
+		due = append(due, c)
+	}
+	return due, rows.Err()
 }
 
 // Usage counts the capabilities that use up a task's grant and sums their

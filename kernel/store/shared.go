@@ -67,7 +67,7 @@ func openPostgres(ctx context.Context, dsn string, d Durability) (*Store, error)
 	}
 	ro.SetMaxOpenConns(4)
 	sh := &shared{dsn: dsn, done: make(chan struct{}), stop: func() {}}
-	return newStore(ctx, db, ro, sh), nil
+	return newStore(ctx, db, ro, sh)
 }
 
 // Follow registers fn to receive, in order, the journal entries other

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -128,9 +129,12 @@ type Store struct {
 	// commit that appended to it.
 	size  atomic.Uint64
 	grown chan struct{}
-	// stmts caches prepared statements by query text: parsing SQL costs
-	// more than running most of the kernel's queries.
-	stmts sync.Map
+	// stmts and roStmts cache the prepared statements of db and ro.
+	stmts, roStmts stmtCache
+	// versions and mirror follow an exclusive store's commits (see
+	// optimistic.go).
+	versions versions
+	mirror   mirror
 
 	mu      sync.Mutex
 	pending []*job
@@ -185,26 +189,33 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	rdb.SetMaxOpenConns(4)
-	return newStore(ctx, db, rdb, nil), nil
+	rdb.SetMaxOpenConns(8)
+	return newStore(ctx, db, rdb, nil)
 }
 
-func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) *Store {
+func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 	s := &Store{db: db, ro: ro, grown: make(chan struct{}, 1), pg: pg}
+	s.stmts.db, s.roStmts.db = db, ro
+	s.versions.seed = maphash.MakeSeed()
 	s.frontier, s.frontierErr = journal.LoadFrontier(ctx, db)
 	if s.frontierErr != nil {
 		s.frontier = journal.NewFrontier()
 	}
 	s.size.Store(s.frontier.Size())
-	return s
+	head := s.frontier.Head()
+	s.mirror.head.Store(&head)
+	if pg == nil {
+		if err := s.loadUsage(ctx, db); err != nil {
+			return nil, errors.Join(err, ro.Close(), db.Close())
+		}
+	}
+	return s, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.stmts.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
+	s.stmts.close()
+	s.roStmts.close()
 	var err error
 	if s.pg != nil {
 		err = s.pg.close()
@@ -310,6 +321,8 @@ func (s *Store) runBatch(batch []*job) {
 	// The journal's frontier moves with each update's appends, back on a
 	// rollback.
 	frontier := s.frontier.Clone()
+	// What the batch's updates changed that memory follows on commit.
+	batchChanged := &batchChanges{}
 	ran := false
 	// A lone update needs no savepoint: a failure rolls back everything.
 	savepoints := len(batch) > 1
@@ -319,12 +332,13 @@ func (s *Store) runBatch(batch []*job) {
 			continue
 		}
 		if !savepoints {
-			tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, write: true}
+			tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
 			if ran {
 				hooks[i] = tx.onCommit
+				batchChanged.add(tx.changes)
 			}
 			continue
 		}
@@ -332,7 +346,7 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, write: true}
+		tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		unprepared = append(unprepared, tx.unprepared...)
@@ -349,6 +363,7 @@ func (s *Store) runBatch(batch []*job) {
 		}
 		if results[i] == nil {
 			hooks[i] = tx.onCommit
+			batchChanged.add(tx.changes)
 		}
 	}
 	committed := false
@@ -377,11 +392,12 @@ func (s *Store) runBatch(batch []*job) {
 		_ = sqlTx.Rollback()
 	}
 	if committed {
+		s.apply(batchChanged)
 		s.grew()
 	} else {
 		s.frontier = frontier
 	}
-	s.prepare(context.Background(), unprepared)
+	s.stmts.prepare(context.Background(), unprepared)
 	for i, j := range batch {
 		if results[i] == nil {
 			for _, h := range hooks[i] {
@@ -395,6 +411,8 @@ func (s *Store) runBatch(batch []*job) {
 // grew publishes the journal's size after a commit.
 func (s *Store) grew() {
 	if size := s.frontier.Size(); size > s.size.Load() {
+		head := s.frontier.Head()
+		s.mirror.head.Store(&head)
 		s.size.Store(size)
 		select {
 		case s.grown <- struct{}{}:
@@ -433,8 +451,8 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &txn{tx: sqlTx, ctx: ctx, s: s}
-	defer func() { s.prepare(ctx, tx.unprepared) }()
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts}
+	defer func() { s.stmts.prepare(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)
 }
@@ -513,6 +531,12 @@ type txn struct {
 	// write marks a transaction of Update, which appends through the
 	// store's frontier.
 	write bool
+	// stmts is the cache of the transaction's database.
+	stmts *stmtCache
+	// changes are what the update wrote that memory follows once it
+	// commits; batch, what the updates before it in its batch wrote.
+	changes changes
+	batch   *batchChanges
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
@@ -524,28 +548,11 @@ func (t *txn) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 // or nil when it is not prepared yet; then the query runs unprepared and is
 // prepared once the transaction has given its connection back.
 func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
-	if v, ok := t.s.stmts.Load(query); ok {
+	if v, ok := t.stmts.m.Load(query); ok {
 		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
 	}
 	t.unprepared = append(t.unprepared, query)
 	return nil
-}
-
-// prepare caches statements for queries that ran unprepared. It runs
-// outside any transaction: the store has one connection.
-func (s *Store) prepare(ctx context.Context, queries []string) {
-	for _, q := range queries {
-		if _, ok := s.stmts.Load(q); ok {
-			continue
-		}
-		st, err := s.db.PrepareContext(ctx, q)
-		if err != nil {
-			continue // it will run unprepared again
-		}
-		if _, loaded := s.stmts.LoadOrStore(q, st); loaded {
-			st.Close()
-		}
-	}
 }
 
 // ExecContext runs a statement in the transaction.

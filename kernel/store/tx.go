@@ -28,6 +28,7 @@ type Tx interface {
 	Capabilities(taskID string) ([]Capability, error)
 	Outstanding(record, taskID string) ([]Capability, error)
 	ExpireDue(taskID string, now time.Time) error
+	Due(taskID string, now time.Time) ([]Capability, error)
 	Usage(taskID, currency string) (count int32, sum int64, err error)
 
 	InsertRequest(r Request) error
@@ -48,6 +49,9 @@ type Tx interface {
 	// OnCommit runs f once the transaction has committed, and never if it
 	// rolls back.
 	OnCommit(f func())
+	// Changed reports whether keys stamped by [Store.Versions] were
+	// written since (an exclusive store's updates only).
+	Changed(keys []string, stamp []uint64) bool
 }
 
 var _ Tx = (*txn)(nil)

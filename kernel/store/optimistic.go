@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ambitkernel/ambit/kernel/journal"
+)
+
+// An exclusive store (the embedded SQLite database, which only this
+// process writes) lets a decision read outside the writer: memory follows
+// every commit of the few things a decision reads that other updates
+// change (task bindings, record versions, task usage, the journal's head),
+// so the reader can stamp what it read and the writer can check the stamp
+// before it appends. Everything else a decision reads is immutable once
+// written (evidence rows, contracts by hash) or is checked again by the
+// writer (approvals, request ids). A PostgreSQL store is written by other
+// replicas too, whose commits this memory never sees: it is not exclusive,
+// and its decisions read inside the writer.
+
+// stamps is how many version counters keys share; a collision only makes a
+// reader retry.
+const stamps = 1 << 12
+
+// BindingKey names the version of a task's binding.
+func BindingKey(taskID string) string { return "task\x00" + taskID }
+
+// RecordKey names the version of a record's observed state version.
+func RecordKey(source, key string) string { return "record\x00" + source + "/" + key }
+
+// versions are the stamps' counters; a committed write to a key moves its
+// counter.
+type versions struct {
+	seed maphash.Seed
+	n    [stamps]atomic.Uint64
+}
+
+func (v *versions) slot(key string) *atomic.Uint64 {
+	return &v.n[maphash.String(v.seed, key)%stamps]
+}
+
+// Exclusive reports whether this process is the database's only writer,
+// so that [Store.Versions], [Store.Usage] and [Store.CommittedHead] follow
+// every commit.
+func (s *Store) Exclusive() bool { return s.pg == nil }
+
+// Versions stamps keys: read them before reading what they name, and hand
+// them to [Tx.Changed] in the update that acts on what was read.
+func (s *Store) Versions(keys []string) []uint64 {
+	out := make([]uint64, len(keys))
+	for i, k := range keys {
+		out[i] = s.versions.slot(k).Load()
+	}
+	return out
+}
+
+// Changed reports whether a key stamped with [Store.Versions] was written
+// since: by a committed update, or by an earlier update of this one's
+// batch (whose writes this update sees but the stamp's reader did not).
+func (t *txn) Changed(keys []string, stamp []uint64) bool {
+	for i, k := range keys {
+		if t.s.versions.slot(k).Load() != stamp[i] || (t.batch != nil && t.batch.touched[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// touch notes that the update wrote key.
+func (t *txn) touch(key string) {
+	if t.s.pg == nil {
+		t.changes.touched = append(t.changes.touched, key)
+	}
+}
+
+// usage is one task's capabilities that count against its grant.
+type usage struct {
+	actions int64
+	minor   map[string]int64 // by currency
+}
+
+// usageDelta is one change of a task's usage.
+type usageDelta struct {
+	task, currency string
+	sign, minor    int64
+}
+
+// changes are what one update wrote that memory follows once it commits.
+type changes struct {
+	touched []string
+	usage   []usageDelta
+}
+
+// batchChanges are the changes of a batch's updates that ran so far.
+type batchChanges struct {
+	touched map[string]bool
+	changes
+}
+
+func (b *batchChanges) add(c changes) {
+	for _, k := range c.touched {
+		if b.touched == nil {
+			b.touched = map[string]bool{}
+		}
+		b.touched[k] = true
+	}
+	b.changes.touched = append(b.changes.touched, c.touched...)
+	b.usage = append(b.usage, c.usage...)
+}
+
+// mirror follows an exclusive store's commits.
+type mirror struct {
+	mu    sync.Mutex
+	usage map[string]*usage
+	head  atomic.Pointer[journal.TreeHead]
+}
+
+// loadUsage reads every task's usage into memory: a store opens exclusive
+// with its counters as they are on disk.
+func (s *Store) loadUsage(ctx context.Context, db *sql.DB) error {
+	s.mirror.usage = map[string]*usage{}
+	rows, err := db.QueryContext(ctx, `SELECT task_id, currency, actions, amount_minor FROM task_usage`)
+	if err != nil {
+		return fmt.Errorf("load task usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var task, currency string
+		var actions, minor int64
+		if err := rows.Scan(&task, &currency, &actions, &minor); err != nil {
+			return fmt.Errorf("load task usage: %w", err)
+		}
+		s.mirror.add(usageDelta{task: task, currency: currency, sign: actions, minor: minor})
+	}
+	return rows.Err()
+}
+
+func (m *mirror) add(d usageDelta) {
+	u := m.usage[d.task]
+	if u == nil {
+		u = &usage{minor: map[string]int64{}}
+		m.usage[d.task] = u
+	}
+	u.actions += d.sign
+	u.minor[d.currency] += d.minor
+}
+
+// apply makes a committed batch's changes what readers see. The usage
+// moves before the stamps: a reader that sees a stamp unchanged then never
+// reads usage older than it.
+func (s *Store) apply(c *batchChanges) {
+	if len(c.usage) > 0 {
+		s.mirror.mu.Lock()
+		for _, d := range c.usage {
+			s.mirror.add(d)
+		}
+		s.mirror.mu.Unlock()
+	}
+	for _, k := range c.changes.touched {
+		s.versions.slot(k).Add(1)
+	}
+}
+
+// Usage is what a task's capabilities use up as last committed: their
+// number, and their sum in currency. Only an exclusive store knows it; on
+// others it is zero and decisions read [Tx.Usage] in the writer.
+func (s *Store) Usage(taskID, currency string) (count int32, sum int64) {
+	s.mirror.mu.Lock()
+	defer s.mirror.mu.Unlock()
+	u := s.mirror.usage[taskID]
+	if u == nil {
+		return 0, 0
+	}
+	return int32(u.actions), u.minor[currency]
+}
+
+// CommittedHead is the journal's tree head as last committed by this
+// process: an exclusive store's head.
+func (s *Store) CommittedHead() journal.TreeHead {
+	if h := s.mirror.head.Load(); h != nil {
+		return *h
+	}
+	return journal.TreeHead{}
+}
+
+// Read runs fn in a read-only transaction on a connection of its own, never
+// the writer's: it sees committed state, and runs beside updates.
+func (s *Store) Read(ctx context.Context, fn func(tx Tx) error) error {
+	sqlTx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts}
+	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
+	defer func() { _ = sqlTx.Rollback() }()
+	return fn(tx)
+}
+
+// stmtCache holds one database's prepared statements by query text:
+// parsing SQL costs more than running most of the kernel's queries.
+type stmtCache struct {
+	db *sql.DB
+	m  sync.Map
+}
+
+// prepare caches statements for queries that ran unprepared. It runs
+// outside any transaction: an SQLite store has one writing connection.
+func (c *stmtCache) prepare(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		if _, ok := c.m.Load(q); ok {
+			continue
+		}
+		st, err := c.db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it will run unprepared again
+		}
+		if _, loaded := c.m.LoadOrStore(q, st); loaded {
+			st.Close()
+		}
+	}
+}
+
+func (c *stmtCache) close() {
+	c.m.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+}

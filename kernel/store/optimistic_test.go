@@ -1,0 +1,189 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+)
+
+// TestStampsFollowCommits: a stamp moves when an update that wrote its key
+// commits, not when one rolls back; inside a batch, a key an earlier update
+// wrote counts as changed for the updates after it.
+func TestStampsFollowCommits(t *testing.T) {
+	s := newStore(t)
+	if !s.Exclusive() {
+		t.Skip("only an exclusive store follows its commits in memory")
+	}
+	ctx := context.Background()
+	keys := []string{store.BindingKey("task-1"), store.RecordKey("claims", "C-1")}
+	stamp := s.Versions(keys)
+	unchanged := func(what string) {
+		t.Helper()
+		update(t, s, func(tx store.Tx) error {
+			if tx.Changed(keys, stamp) {
+				t.Errorf("%s: the stamp changed", what)
+			}
+			return nil
+		})
+	}
+	unchanged("nothing written")
+	errBoom := errors.New("boom")
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "item", Agent: "agent"}, t0); err != nil {
+			return err
+		}
+		return errBoom
+	}); !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v", err)
+	}
+	unchanged("a rolled-back binding")
+	update(t, s, func(tx store.Tx) error { return tx.BindTask("task-2", store.Task{ItemID: "item", Agent: "agent"}, t0) })
+	unchanged("another task's binding")
+
+	update(t, s, func(tx store.Tx) error { return tx.SetRecordVersion("claims", "C-1", "v2", t0) })
+	update(t, s, func(tx store.Tx) error {
+		if !tx.Changed(keys, stamp) {
+			t.Error("a committed record version did not change the stamp")
+		}
+		return nil
+	})
+
+	// Within one update: the write is seen by the updates after it in its
+	// batch, before it commits.
+	stamp = s.Versions(keys)
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "item-2", Agent: "agent"}, t0); err != nil {
+			return err
+		}
+		return nil
+	})
+	update(t, s, func(tx store.Tx) error {
+		if !tx.Changed(keys, stamp) {
+			t.Error("a committed binding did not change the stamp")
+		}
+		return nil
+	})
+}
+
+// TestStampsWithinABatch: updates grouped in one commit see each other's
+// writes as changes.
+func TestStampsWithinABatch(t *testing.T) {
+	s := newStore(t)
+	if !s.Exclusive() {
+		t.Skip("only an exclusive store follows its commits in memory")
+	}
+	ctx := context.Background()
+	keys := []string{store.BindingKey("task-1")}
+	const n = 32
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	writers, sawChange := 0, 0
+	stamp := s.Versions(keys)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Update(ctx, func(tx store.Tx) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if tx.Changed(keys, stamp) {
+					sawChange++
+					return nil
+				}
+				writers++
+				return tx.BindTask("task-1", store.Task{ItemID: fmt.Sprint("item-", i), Agent: "agent"}, t0)
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if writers != 1 || sawChange != n-1 {
+		t.Errorf("%d updates wrote under one stamp, %d saw the change; want 1 and %d", writers, sawChange, n-1)
+	}
+}
+
+// TestUsageMirror: the usage memory holds equals the committed counters
+// after inserts, status changes, expiry and rolled-back updates.
+func TestUsageMirror(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := open(t, path)
+	ctx := context.Background()
+	now := t0.Add(time.Hour)
+	check := func(what string) {
+		t.Helper()
+		for _, task := range []string{"task-1", "task-2", "task-9"} {
+			for _, cur := range []string{"GBP", "EUR"} {
+				mc, ms := s.Usage(task, cur)
+				view(t, s, func(tx store.Tx) error {
+					c, sum, err := tx.Usage(task, cur)
+					if err != nil || c != mc || sum != ms {
+						t.Errorf("%s: usage of %s in %s: memory %d, %d; database %d, %d, %v", what, task, cur, mc, ms, c, sum, err)
+					}
+					return nil
+				})
+			}
+		}
+	}
+	mk := func(id, task, cur string, minor int64, expires time.Time) store.Capability {
+		c := capability(id, task, "r", 0, t0)
+		c.Status, c.Currency, c.AmountMinor, c.ExpiresAt = agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, cur, minor, expires
+		return c
+	}
+	update(t, s, func(tx store.Tx) error {
+		for _, c := range []store.Capability{
+			mk("a", "task-1", "GBP", 100, now.Add(time.Minute)),
+			mk("b", "task-1", "EUR", 200, now.Add(-time.Minute)),
+			mk("c", "task-2", "GBP", 400, now.Add(time.Minute)),
+		} {
+			if err := tx.InsertCapability(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	check("after inserts")
+	errBoom := errors.New("boom")
+	_ = s.Update(ctx, func(tx store.Tx) error {
+		if err := tx.InsertCapability(mk("d", "task-1", "GBP", 800, now.Add(time.Minute))); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	check("after a rolled-back insert")
+	update(t, s, func(tx store.Tx) error {
+		due, err := tx.Due("task-1", now)
+		if err != nil || len(due) != 1 || due[0].CapabilityID != "b" {
+			t.Errorf("Due = %v, %v; want b", due, err)
+		}
+		return tx.ExpireDue("task-1", now)
+	})
+	check("after expiry")
+	update(t, s, func(tx store.Tx) error {
+		c, err := tx.Capability("c")
+		if err != nil {
+			return err
+		}
+		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED
+		return tx.UpdateCapability(c)
+	})
+	check("after a revocation")
+	// A store opened again starts from the database's counters.
+	want1, _ := s.Usage("task-1", "GBP")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	check("after reopening")
+	if got, _ := s.Usage("task-1", "GBP"); got != want1 || got != 1 {
+		t.Errorf("usage of task-1 after reopening = %d, want %d (1)", got, want1)
+	}
+}
