@@ -3,12 +3,15 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 )
 
 // An exclusive store (the embedded SQLite database, which only this
@@ -91,8 +94,25 @@ type usageDelta struct {
 
 // changes are what one update wrote that memory follows once it commits.
 type changes struct {
-	touched []string
-	usage   []usageDelta
+	touched  []string
+	usage    []usageDelta
+	bindings []binding
+	records  []recordState
+	evidence []Evidence
+	issued   []issued
+}
+
+type binding struct {
+	task string
+	b    Task
+}
+
+type recordState struct{ key, version string }
+
+// issued is an outstanding capability's expiry.
+type issued struct {
+	task    string
+	expires time.Time
 }
 
 // batchChanges are the changes of a batch's updates that ran so far.
@@ -102,6 +122,10 @@ type batchChanges struct {
 }
 
 func (b *batchChanges) add(c changes) {
+	b.bindings = append(b.bindings, c.bindings...)
+	b.records = append(b.records, c.records...)
+	b.evidence = append(b.evidence, c.evidence...)
+	b.issued = append(b.issued, c.issued...)
 	for _, k := range c.touched {
 		if b.touched == nil {
 			b.touched = map[string]bool{}
@@ -117,12 +141,34 @@ type mirror struct {
 	mu    sync.Mutex
 	usage map[string]*usage
 	head  atomic.Pointer[journal.TreeHead]
+	// tasks and records hold bindings and record versions read or
+	// written since the store opened, each as last committed.
+	tasks   map[string]Task
+	records map[string]string
+	// evidence holds the last evidence rows recorded or read (they never
+	// change), oldest first in order.
+	evidence map[string]Evidence
+	order    []string
+	next     int
+	// earliest is the earliest expiry of each task's outstanding
+	// capabilities, or earlier (it is not moved later when one is
+	// redeemed): until then none is due. A task it does not name has
+	// none outstanding.
+	earliest map[string]time.Time
 }
+
+// maxEvidence bounds the evidence rows memory holds.
+const maxEvidence = 1 << 16
 
 // loadUsage reads every task's usage into memory: a store opens exclusive
 // with its counters as they are on disk.
 func (s *Store) loadUsage(ctx context.Context, db *sql.DB) error {
-	s.mirror.usage = map[string]*usage{}
+	m := &s.mirror
+	m.usage, m.tasks, m.records = map[string]*usage{}, map[string]Task{}, map[string]string{}
+	m.evidence, m.order, m.earliest = map[string]Evidence{}, make([]string, maxEvidence), map[string]time.Time{}
+	if err := s.loadEarliest(ctx, db); err != nil {
+		return err
+	}
 	rows, err := db.QueryContext(ctx, `SELECT task_id, currency, actions, amount_minor FROM task_usage`)
 	if err != nil {
 		return fmt.Errorf("load task usage: %w", err)
@@ -139,6 +185,35 @@ func (s *Store) loadUsage(ctx context.Context, db *sql.DB) error {
 	return rows.Err()
 }
 
+func (s *Store) loadEarliest(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, `SELECT task_id, MIN(expires_at) FROM capabilities WHERE status = ? GROUP BY task_id`,
+		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED)
+	if err != nil {
+		return fmt.Errorf("load capability expiries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var task, at string
+		if err := rows.Scan(&task, &at); err != nil {
+			return fmt.Errorf("load capability expiries: %w", err)
+		}
+		s.mirror.earliest[task] = parseTS(at)
+	}
+	return rows.Err()
+}
+
+func (m *mirror) remember(e Evidence) {
+	if _, ok := m.evidence[e.ReceiptID]; ok {
+		return
+	}
+	if old := m.order[m.next]; old != "" {
+		delete(m.evidence, old)
+	}
+	m.evidence[e.ReceiptID] = e
+	m.order[m.next] = e.ReceiptID
+	m.next = (m.next + 1) % maxEvidence
+}
+
 func (m *mirror) add(d usageDelta) {
 	u := m.usage[d.task]
 	if u == nil {
@@ -153,16 +228,107 @@ func (m *mirror) add(d usageDelta) {
 // moves before the stamps: a reader that sees a stamp unchanged then never
 // reads usage older than it.
 func (s *Store) apply(c *batchChanges) {
-	if len(c.usage) > 0 {
-		s.mirror.mu.Lock()
-		for _, d := range c.usage {
-			s.mirror.add(d)
-		}
-		s.mirror.mu.Unlock()
+	m := &s.mirror
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range c.usage {
+		m.add(d)
 	}
+	for _, b := range c.bindings {
+		m.tasks[b.task] = b.b
+	}
+	for _, r := range c.records {
+		m.records[r.key] = r.version
+	}
+	for _, e := range c.evidence {
+		m.remember(e)
+	}
+	for _, i := range c.issued {
+		if at, ok := m.earliest[i.task]; !ok || i.expires.Before(at) {
+			m.earliest[i.task] = i.expires
+		}
+	}
+	// Under mu: a reader filling memory after a miss checks that no
+	// commit moved the key since it began to read.
 	for _, k := range c.changes.touched {
 		s.versions.slot(k).Add(1)
 	}
+}
+
+// cached is whether a transaction reads through memory: an exclusive
+// store's Read.
+func (t *txn) cached() bool { return t.mirrored }
+
+// mirroredTask returns a binding from memory, or reads it (in a statement
+// of its own, which sees every commit before it) and keeps it unless a
+// commit moved it meanwhile.
+func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
+	m := &t.s.mirror
+	m.mu.Lock()
+	b, ok := m.tasks[taskID]
+	m.mu.Unlock()
+	if ok {
+		return b, true, nil
+	}
+	slot := t.s.versions.slot(BindingKey(taskID))
+	v := slot.Load()
+	err := t.s.ro.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, false, nil
+	}
+	if err != nil {
+		return Task{}, false, fmt.Errorf("task %q: %w", taskID, err)
+	}
+	m.mu.Lock()
+	if slot.Load() == v {
+		m.tasks[taskID] = b
+	}
+	m.mu.Unlock()
+	return b, true, nil
+}
+
+// mirroredRecord is mirroredTask for a record's version ("" when none is
+// recorded).
+func (t *txn) mirroredRecord(source, key string) (string, error) {
+	k := RecordKey(source, key)
+	m := &t.s.mirror
+	m.mu.Lock()
+	v, ok := m.records[k]
+	m.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	slot := t.s.versions.slot(k)
+	at := slot.Load()
+	err := t.s.ro.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("record %s/%s: %w", source, key, err)
+	}
+	m.mu.Lock()
+	if slot.Load() == at {
+		m.records[k] = v
+	}
+	m.mu.Unlock()
+	return v, nil
+}
+
+// mirroredEvidence returns a recorded evidence row from memory if there.
+func (t *txn) mirroredEvidence(receiptID string) (Evidence, bool) {
+	m := &t.s.mirror
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.evidence[receiptID]
+	return e, ok
+}
+
+// noneDue reports whether memory knows that none of a task's capabilities
+// is due at now.
+func (t *txn) noneDue(taskID string, now time.Time) bool {
+	m := &t.s.mirror
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.earliest[taskID]
+	return !ok || !at.Before(now)
 }
 
 // Usage is what a task's capabilities use up as last committed: their
@@ -194,7 +360,7 @@ func (s *Store) Read(ctx context.Context, fn func(tx Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts}
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts, mirrored: s.Exclusive()}
 	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)

@@ -187,3 +187,59 @@ func TestUsageMirror(t *testing.T) {
 		t.Errorf("usage of task-1 after reopening = %d, want %d (1)", got, want1)
 	}
 }
+
+// TestReadThroughMemory: a read transaction of an exclusive store sees
+// every committed binding, record version and evidence row, whether memory
+// held the key before or not.
+func TestReadThroughMemory(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "k.db"))
+	ctx := context.Background()
+	read := func(what, wantItem, wantVersion string, wantEvidence bool) {
+		t.Helper()
+		err := s.Read(ctx, func(tx store.Tx) error {
+			b, err := tx.Task("task-1")
+			if wantItem == "" {
+				if !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s: Task = %v, %v; want not found", what, b, err)
+				}
+			} else if err != nil || b.ItemID != wantItem {
+				t.Errorf("%s: Task = %v, %v; want %s", what, b, err, wantItem)
+			}
+			v, ok, err := tx.RecordVersion("claims", "C-1")
+			if err != nil || v != wantVersion || ok != (wantVersion != "") {
+				t.Errorf("%s: RecordVersion = %q, %v, %v; want %q", what, v, ok, err, wantVersion)
+			}
+			e, err := tx.Evidence("ev-1")
+			if wantEvidence && (err != nil || e.EnvelopeHash != "h1" || !e.ReadAt.Equal(t0)) {
+				t.Errorf("%s: Evidence = %+v, %v", what, e, err)
+			}
+			if !wantEvidence && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: Evidence = %+v, %v; want not found", what, e, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("empty", "", "", false)
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "item-1", Agent: "agent"}, t0); err != nil {
+			return err
+		}
+		if err := tx.SetRecordVersion("claims", "C-1", "v1", t0); err != nil {
+			return err
+		}
+		_, err := tx.InsertEvidence(store.Evidence{ReceiptID: "ev-1", TaskID: "task-1", EnvelopeHash: "h1", Source: "claims", RecordKey: "C-1", StateVersion: "v1", ReadAt: t0})
+		return err
+	})
+	read("after the first writes", "item-1", "v1", true)
+	read("again, from memory", "item-1", "v1", true)
+	update(t, s, func(tx store.Tx) error {
+		if err := tx.BindTask("task-1", store.Task{ItemID: "item-2", Agent: "agent"}, t0); err != nil {
+			return err
+		}
+		return tx.SetRecordVersion("claims", "C-1", "v2", t0)
+	})
+	read("after the second writes", "item-2", "v2", true)
+}

@@ -29,11 +29,21 @@ func (t *txn) BindTask(taskID string, b Task, at time.Time) error {
 		return fmt.Errorf("bind task %q: %w", taskID, err)
 	}
 	t.touch(BindingKey(taskID))
+	if t.s.pg == nil {
+		t.changes.bindings = append(t.changes.bindings, binding{taskID, b})
+	}
 	return nil
 }
 
 // Task returns a task's binding.
 func (t *txn) Task(taskID string) (Task, error) {
+	if t.cached() {
+		b, ok, err := t.mirroredTask(taskID)
+		if err == nil && !ok {
+			err = fmt.Errorf("task %q: %w", taskID, ErrNotFound)
+		}
+		return b, err
+	}
 	var b Task
 	err := t.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -65,6 +75,10 @@ func (t *txn) TasksBoundTo(itemID string) ([]string, error) {
 
 // RecordVersion returns the last state version observed for a record.
 func (t *txn) RecordVersion(source, key string) (string, bool, error) {
+	if t.cached() {
+		v, err := t.mirroredRecord(source, key)
+		return v, v != "", err
+	}
 	var v string
 	record := source + "/" + key
 	err := t.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
@@ -86,6 +100,9 @@ func (t *txn) SetRecordVersion(source, key, version string, at time.Time) error 
 		return fmt.Errorf("record %s/%s: %w", source, key, err)
 	}
 	t.touch(RecordKey(source, key))
+	if t.s.pg == nil {
+		t.changes.records = append(t.changes.records, recordState{RecordKey(source, key), version})
+	}
 	return nil
 }
 
@@ -111,6 +128,10 @@ func (t *txn) InsertEvidence(e Evidence) (inserted bool, err error) {
 		return false, fmt.Errorf("evidence %q: %w", e.ReceiptID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
+		if t.s.pg == nil {
+			e.ReadAt = parseTS(ts(e.ReadAt)) // as a read returns it
+			t.changes.evidence = append(t.changes.evidence, e)
+		}
 		return true, nil
 	}
 	prior, err := t.Evidence(e.ReceiptID)
@@ -138,6 +159,11 @@ func (t *txn) NewerRead(source, key string, at time.Time) (bool, error) {
 
 // Evidence returns a recorded evidence receipt.
 func (t *txn) Evidence(receiptID string) (Evidence, error) {
+	if t.cached() {
+		if e, ok := t.mirroredEvidence(receiptID); ok {
+			return e, nil
+		}
+	}
 	e := Evidence{ReceiptID: receiptID}
 	var readAt string
 	err := t.QueryRowContext(t.ctx, `SELECT task_id, envelope_hash, source, record_key, state_version, read_at FROM evidence WHERE receipt_id = ?`,
@@ -196,10 +222,18 @@ func (t *txn) InsertCapability(c Capability) error {
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
 	}
+	t.outstanding(c)
 	if capability.Counts(c.Status) {
 		return t.use(c, 1)
 	}
 	return nil
+}
+
+// outstanding notes the expiry of a capability that is (again) authorised.
+func (t *txn) outstanding(c Capability) {
+	if t.s.pg == nil && c.Status == agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED {
+		t.changes.issued = append(t.changes.issued, issued{c.TaskID, c.ExpiresAt})
+	}
 }
 
 // Capability returns one capability.
@@ -229,6 +263,9 @@ func (t *txn) UpdateCapability(c Capability) error {
 		WHERE capability_id = ?`, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, c.CapabilityID)
 	if err != nil {
 		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	}
+	if was != c.Status {
+		t.outstanding(c)
 	}
 	switch {
 	case capability.Counts(was) && !capability.Counts(c.Status):
@@ -300,6 +337,9 @@ func (t *txn) ExpireDue(taskID string, now time.Time) error {
 // Due lists a task's unredeemed capabilities past their expiry at now:
 // those ExpireDue would mark.
 func (t *txn) Due(taskID string, now time.Time) ([]Capability, error) {
+	if t.cached() && t.noneDue(taskID, now) {
+		return nil, nil
+	}
 	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
 		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
 	if err != nil {

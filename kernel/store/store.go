@@ -537,6 +537,8 @@ type txn struct {
 	// commits; batch, what the updates before it in its batch wrote.
 	changes changes
 	batch   *batchChanges
+	// mirrored reads through memory (see optimistic.go).
+	mirrored bool
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
