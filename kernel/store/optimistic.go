@@ -353,16 +353,14 @@ func (s *Store) CommittedHead() journal.TreeHead {
 	return journal.TreeHead{}
 }
 
-// Read runs fn in a read-only transaction on a connection of its own, never
-// the writer's: it sees committed state, and runs beside updates.
+// Read runs fn over the committed state on the read connections, never the
+// writer's, beside updates. It takes no snapshot: each read sees what was
+// committed when it ran, and a reader that needs more checks its stamps
+// ([Store.Versions]) in the update that acts on what it read. On an
+// exclusive store it reads through memory.
 func (s *Store) Read(ctx context.Context, fn func(tx Tx) error) error {
-	sqlTx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("begin read: %w", err)
-	}
-	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts, mirrored: s.Exclusive()}
+	tx := &txn{ctx: ctx, s: s, stmts: &s.roStmts, mirrored: s.Exclusive()}
 	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
-	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)
 }
 

@@ -551,10 +551,26 @@ func (t *txn) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 // prepared once the transaction has given its connection back.
 func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 	if v, ok := t.stmts.m.Load(query); ok {
+		if t.tx == nil {
+			return v.(*sql.Stmt)
+		}
 		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
 	}
 	t.unprepared = append(t.unprepared, query)
 	return nil
+}
+
+// conn runs what is not prepared yet: the transaction, or for a Read the
+// read connections themselves.
+func (t *txn) conn() interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+} {
+	if t.tx == nil {
+		return t.s.ro
+	}
+	return t.tx
 }
 
 // ExecContext runs a statement in the transaction.
@@ -562,7 +578,7 @@ func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return t.tx.ExecContext(ctx, query, args...)
+	return t.conn().ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query in the transaction.
@@ -570,7 +586,7 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, query, args...)
+	return t.conn().QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a one-row query in the transaction.
@@ -578,7 +594,7 @@ func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return t.tx.QueryRowContext(ctx, query, args...)
+	return t.conn().QueryRowContext(ctx, query, args...)
 }
 
 // Append adds a journal entry that commits with the transaction.
