@@ -96,18 +96,11 @@ type usageDelta struct {
 type changes struct {
 	touched  []string
 	usage    []usageDelta
-	bindings []binding
-	records  []recordState
+	bindings []string // tasks
+	records  []string // record keys
 	evidence []Evidence
 	issued   []issued
 }
-
-type binding struct {
-	task string
-	b    Task
-}
-
-type recordState struct{ key, version string }
 
 // issued is an outstanding capability's expiry.
 type issued struct {
@@ -141,8 +134,9 @@ type mirror struct {
 	mu    sync.Mutex
 	usage map[string]*usage
 	head  atomic.Pointer[journal.TreeHead]
-	// tasks and records hold bindings and record versions read or
-	// written since the store opened, each as last committed.
+	// tasks and records hold the bindings and record versions read since
+	// the store opened, each as last committed; at most maxCached of
+	// each.
 	tasks   map[string]Task
 	records map[string]string
 	// evidence holds the last evidence rows recorded or read (they never
@@ -157,8 +151,12 @@ type mirror struct {
 	earliest map[string]time.Time
 }
 
-// maxEvidence bounds the evidence rows memory holds.
-const maxEvidence = 1 << 16
+// maxEvidence bounds the evidence rows memory holds, maxCached the
+// bindings and record versions.
+const (
+	maxEvidence = 1 << 16
+	maxCached   = 1 << 18
+)
 
 // loadUsage reads every task's usage into memory: a store opens exclusive
 // with its counters as they are on disk.
@@ -234,11 +232,13 @@ func (s *Store) apply(c *batchChanges) {
 	for _, d := range c.usage {
 		m.add(d)
 	}
-	for _, b := range c.bindings {
-		m.tasks[b.task] = b.b
+	// A written binding or version is dropped, not kept: memory holds
+	// only what decisions read, and reads it again after a change.
+	for _, task := range c.bindings {
+		delete(m.tasks, task)
 	}
-	for _, r := range c.records {
-		m.records[r.key] = r.version
+	for _, k := range c.records {
+		delete(m.records, k)
 	}
 	for _, e := range c.evidence {
 		m.remember(e)
@@ -281,6 +281,9 @@ func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
 	}
 	m.mu.Lock()
 	if slot.Load() == v {
+		if len(m.tasks) >= maxCached {
+			clear(m.tasks)
+		}
 		m.tasks[taskID] = b
 	}
 	m.mu.Unlock()
@@ -306,6 +309,9 @@ func (t *txn) mirroredRecord(source, key string) (string, error) {
 	}
 	m.mu.Lock()
 	if slot.Load() == at {
+		if len(m.records) >= maxCached {
+			clear(m.records)
+		}
 		m.records[k] = v
 	}
 	m.mu.Unlock()

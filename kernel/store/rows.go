@@ -30,7 +30,7 @@ func (t *txn) BindTask(taskID string, b Task, at time.Time) error {
 	}
 	t.touch(BindingKey(taskID))
 	if t.s.pg == nil {
-		t.changes.bindings = append(t.changes.bindings, binding{taskID, b})
+		t.changes.bindings = append(t.changes.bindings, taskID)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (t *txn) SetRecordVersion(source, key, version string, at time.Time) error 
 	}
 	t.touch(RecordKey(source, key))
 	if t.s.pg == nil {
-		t.changes.records = append(t.changes.records, recordState{RecordKey(source, key), version})
+		t.changes.records = append(t.changes.records, RecordKey(source, key))
 	}
 	return nil
 }
