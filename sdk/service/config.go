@@ -50,6 +50,9 @@ type Common struct {
 	// Metrics, when set, is the host:port of a plain HTTP listener serving
 	// Prometheus metrics at /metrics.
 	Metrics string `json:"metrics"`
+	// Profiling also serves Go's runtime profiles at /debug/pprof/ on the
+	// metrics listener, to see where a live process spends its time.
+	Profiling bool `json:"profiling"`
 	// HealthListen, when set, is the host:port of a plaintext gRPC
 	// listener serving only the health service, for orchestrators that
 	// probe without a client certificate.

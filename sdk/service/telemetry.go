@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -36,6 +37,8 @@ type telemetry struct {
 	propagator propagation.TextMapPropagator
 	shutdown   func(context.Context) error
 	out        io.Closer
+	// profiling serves the runtime profiles beside the metrics.
+	profiling bool
 }
 
 func newTelemetry(name string, cfg Common) (*telemetry, error) {
@@ -49,6 +52,7 @@ func newTelemetry(name string, cfg Common) (*telemetry, error) {
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		tracer:     noop.NewTracerProvider(),
 		shutdown:   func(context.Context) error { return nil },
+		profiling:  cfg.Profiling,
 	}
 	t.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -90,6 +94,13 @@ func (t *telemetry) otelOptions() []otelgrpc.Option {
 func (t *telemetry) serveMetrics(ctx context.Context, l net.Listener, grace time.Duration) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{Registry: t.registry}))
+	if t.profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
