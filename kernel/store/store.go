@@ -165,6 +165,9 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	q.Add("_pragma", "synchronous("+sync+")")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Each update of a group commit runs in a savepoint, whose undo
+	// journal would otherwise be a temporary file written on every row.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
