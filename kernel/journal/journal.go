@@ -148,26 +148,69 @@ func Append(ctx context.Context, tx Execer, at time.Time, kind, ref string, body
 // subtrees it completes, and moves f past it; f is unchanged when the
 // insert fails. f must be the frontier of the tree tx sees.
 func Insert(ctx context.Context, tx Execer, f *Frontier, at time.Time, kind, ref string, body []byte) (Entry, error) {
+	next := f.Clone()
+	r, err := Next(next, at, kind, ref, body)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := InsertRows(ctx, tx, []Row{r}); err != nil {
+		return Entry{}, err
+	}
+	*f = *next
+	return r.Entry, nil
+}
+
+// Row is an entry ready to be stored: with the hashes of the subtrees it
+// completes, smallest first (what the row keeps).
+type Row struct {
+	Entry
+	hashes []byte
+}
+
+// Next makes the entry at position f.Size()+1 and moves f past it, without
+// storing it: InsertRows stores it, in order, in the transaction whose tree
+// f is.
+func Next(f *Frontier, at time.Time, kind, ref string, body []byte) (Row, error) {
 	if body == nil {
 		body = []byte{}
 	}
 	size := f.Size()
 	e := Entry{Seq: int64(size) + 1, At: at.UTC(), Kind: kind, Ref: ref, Body: body}
 	e.LeafHash = LeafHash(&e)
-	next := f.Clone()
 	// The visitor sees the leaf, then each subtree the leaf completes,
-	// smallest first: what the row keeps.
+	// smallest first.
 	hashes := make([]byte, 0, hashSize*(2+bits.TrailingZeros64(size+1)))
-	if err := next.rng.Append(e.LeafHash, func(_ compact.NodeID, h []byte) { hashes = append(hashes, h...) }); err != nil {
-		return Entry{}, fmt.Errorf("journal append %s %s: %w", kind, ref, err)
+	if err := f.rng.Append(e.LeafHash, func(_ compact.NodeID, h []byte) { hashes = append(hashes, h...) }); err != nil {
+		return Row{}, fmt.Errorf("journal append %s %s: %w", kind, ref, err)
 	}
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO journal (seq, recorded_at, kind, ref, body, hashes) VALUES (?, ?, ?, ?, ?, ?)`,
-		e.Seq, e.At.Format(time.RFC3339Nano), e.Kind, e.Ref, e.Body, hashes); err != nil {
-		return Entry{}, fmt.Errorf("journal append %s %s: %w", kind, ref, err)
+	return Row{Entry: e, hashes: hashes}, nil
+}
+
+// rowsPerInsert bounds the rows one statement stores.
+const rowsPerInsert = 64
+
+// InsertRows stores rows made by Next, a statement per rowsPerInsert of
+// them: a group commit's entries cost a few statements, not one each.
+func InsertRows(ctx context.Context, tx Execer, rows []Row) error {
+	for len(rows) > 0 {
+		n := min(len(rows), rowsPerInsert)
+		q := make([]byte, 0, 80+16*n)
+		q = append(q, "INSERT INTO journal (seq, recorded_at, kind, ref, body, hashes) VALUES "...)
+		args := make([]any, 0, 6*n)
+		for i, r := range rows[:n] {
+			if i > 0 {
+				q = append(q, ", "...)
+			}
+			q = append(q, "(?, ?, ?, ?, ?, ?)"...)
+			args = append(args, r.Seq, r.At.Format(time.RFC3339Nano), r.Kind, r.Ref, r.Body, r.hashes)
+		}
+		if _, err := tx.ExecContext(ctx, string(q), args...); err != nil {
+			first := rows[0]
+			return fmt.Errorf("journal append %s %s (entry %d and %d after it): %w", first.Kind, first.Ref, first.Seq, n-1, err)
+		}
+		rows = rows[n:]
 	}
-	*f = *next
-	return e, nil
+	return nil
 }
 
 // Head reads the stored tree's head: its size and root.

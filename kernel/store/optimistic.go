@@ -100,6 +100,8 @@ type changes struct {
 	records  []string // record keys
 	evidence []Evidence
 	issued   []issued
+	// journal holds the entries appended, stored when the batch commits.
+	journal []journal.Row
 }
 
 // issued is an outstanding capability's expiry.
@@ -119,6 +121,7 @@ func (b *batchChanges) add(c changes) {
 	b.records = append(b.records, c.records...)
 	b.evidence = append(b.evidence, c.evidence...)
 	b.issued = append(b.issued, c.issued...)
+	b.journal = append(b.journal, c.journal...)
 	for _, k := range c.touched {
 		if b.touched == nil {
 			b.touched = map[string]bool{}

@@ -243,3 +243,52 @@ func TestReadThroughMemory(t *testing.T) {
 	})
 	read("after the second writes", "item-2", "v2", true)
 }
+
+// TestJournalStoredAtCommit: entries appended in an update are stored with
+// its batch; until then LogIndex finds them, and a rolled-back update's are
+// never stored.
+func TestJournalStoredAtCommit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	update(t, s, func(tx store.Tx) error {
+		e, err := tx.Append(t0, "effect", "eff-1", []byte("one"))
+		if err != nil {
+			return err
+		}
+		i, err := tx.LogIndex("effect", "eff-1")
+		if err != nil || i != uint64(e.Seq-1) {
+			t.Errorf("LogIndex in the appending update = %d, %v; want %d", i, err, e.Seq-1)
+		}
+		return nil
+	})
+	errBoom := errors.New("boom")
+	if err := s.Update(ctx, func(tx store.Tx) error {
+		if _, err := tx.Append(t0, "effect", "eff-2", []byte("two")); err != nil {
+			return err
+		}
+		return errBoom
+	}); !errors.Is(err, errBoom) {
+		t.Fatal(err)
+	}
+	update(t, s, func(tx store.Tx) error {
+		e, err := tx.Append(t0, "effect", "eff-3", []byte("three"))
+		if err != nil || e.Seq != 2 {
+			t.Errorf("entry after a rolled-back one = %d, %v; want 2", e.Seq, err)
+		}
+		if _, err := tx.LogIndex("effect", "eff-2"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("LogIndex of a rolled-back entry = %v, want not found", err)
+		}
+		i, err := tx.LogIndex("effect", "eff-1")
+		if err != nil || i != 0 {
+			t.Errorf("LogIndex of a committed entry = %d, %v", i, err)
+		}
+		return nil
+	})
+	es, err := s.Entries(ctx, 0, 0)
+	if err != nil || len(es) != 2 || es[0].Ref != "eff-1" || es[1].Ref != "eff-3" {
+		t.Fatalf("entries = %v, %v", es, err)
+	}
+	if rep, err := s.VerifyJournal(ctx, nil); err != nil || !rep.OK {
+		t.Errorf("VerifyJournal = %+v, %v", rep, err)
+	}
+}

@@ -370,6 +370,16 @@ func (s *Store) runBatch(batch []*job) {
 		}
 	}
 	committed := false
+	if ran && len(batchChanged.journal) > 0 {
+		if err := journal.InsertRows(context.Background(), &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: &s.stmts}, batchChanged.journal); err != nil {
+			ran = false
+			for i := range results {
+				if results[i] == nil {
+					results[i] = err
+				}
+			}
+		}
+	}
 	if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
 		// Delivered on commit: the other replicas catch up at once.
 		if err := s.pg.notify(sqlTx, s.frontier.Size()); err != nil {
@@ -608,7 +618,13 @@ func (t *txn) Append(at time.Time, kind, ref string, body []byte) (journal.Entry
 	if t.s.frontierErr != nil {
 		return journal.Entry{}, fmt.Errorf("journal append: %w", t.s.frontierErr)
 	}
-	return journal.Insert(t.ctx, t, t.s.frontier, at, kind, ref, body)
+	r, err := journal.Next(t.s.frontier, at, kind, ref, body)
+	if err != nil {
+		return journal.Entry{}, err
+	}
+	// Stored with the batch's other entries before it commits.
+	t.changes.journal = append(t.changes.journal, r)
+	return r.Entry, nil
 }
 
 // LogIndex is the leaf index of the journal entry of kind with ref: where
@@ -619,6 +635,16 @@ func (t *txn) LogIndex(kind, ref string) (uint64, error) {
 		return 0, err
 	}
 	if len(es) == 0 {
+		// Appended in this batch, not stored yet?
+		var pending []journal.Row
+		if t.batch != nil {
+			pending = t.batch.journal
+		}
+		for _, r := range append(pending, t.changes.journal...) {
+			if r.Kind == kind && r.Ref == ref {
+				return uint64(r.Seq - 1), nil
+			}
+		}
 		return 0, fmt.Errorf("journal entry %s %q: %w", kind, ref, ErrNotFound)
 	}
 	return uint64(es[0].Seq - 1), nil
