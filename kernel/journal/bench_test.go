@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -146,22 +147,25 @@ func BenchmarkVerify(b *testing.B) {
 	body := make([]byte, 400)
 	var heads []journal.TreeHead
 	const batch = 1000
+	f := journal.NewFrontier()
 	for done := 0; done < n; done += batch {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
+		var rows []journal.Row
 		for i := done; i < min(done+batch, n); i++ {
 			binary.BigEndian.PutUint64(body, uint64(i))
-			if _, err := journal.Append(ctx, tx, t0.Add(time.Duration(i)*time.Millisecond), "decision", fmt.Sprintf("dec-%d", i), body); err != nil {
+			r, err := journal.Next(f, t0.Add(time.Duration(i)*time.Millisecond), "decision", fmt.Sprintf("dec-%d", i), slices.Clone(body))
+			if err != nil {
 				b.Fatal(err)
 			}
+			rows = append(rows, r)
 		}
-		h, err := journal.Head(ctx, tx)
-		if err != nil {
+		if err := journal.InsertRows(ctx, tx, rows); err != nil {
 			b.Fatal(err)
 		}
-		heads = append(heads, h)
+		heads = append(heads, f.Head())
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
