@@ -329,6 +329,9 @@ func (s *Store) runBatch(batch []*job) {
 	ran := false
 	// A lone update needs no savepoint: a failure rolls back everything.
 	savepoints := len(batch) > 1
+	// bt runs the batch's own statements (savepoints, the journal's rows)
+	// through the statement cache.
+	bt := &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: &s.stmts}
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			results[i] = err // never started: nothing to undo
@@ -345,7 +348,7 @@ func (s *Store) runBatch(batch []*job) {
 			}
 			continue
 		}
-		if _, err := sqlTx.ExecContext(context.Background(), `SAVEPOINT update_job`); err != nil {
+		if _, err := bt.ExecContext(bt.ctx, `SAVEPOINT update_job`); err != nil {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
@@ -355,13 +358,13 @@ func (s *Store) runBatch(batch []*job) {
 		unprepared = append(unprepared, tx.unprepared...)
 		if results[i] != nil {
 			s.frontier = before
-			if _, err := sqlTx.ExecContext(context.Background(), `ROLLBACK TO SAVEPOINT update_job`); err != nil {
+			if _, err := bt.ExecContext(bt.ctx, `ROLLBACK TO SAVEPOINT update_job`); err != nil {
 				results[i] = errors.Join(results[i], fmt.Errorf("roll back: %w", err))
 			}
 		} else {
 			ran = true
 		}
-		if _, err := sqlTx.ExecContext(context.Background(), `RELEASE SAVEPOINT update_job`); err != nil && results[i] == nil {
+		if _, err := bt.ExecContext(bt.ctx, `RELEASE SAVEPOINT update_job`); err != nil && results[i] == nil {
 			results[i] = fmt.Errorf("release savepoint: %w", err)
 		}
 		if results[i] == nil {
@@ -371,7 +374,7 @@ func (s *Store) runBatch(batch []*job) {
 	}
 	committed := false
 	if ran && len(batchChanged.journal) > 0 {
-		if err := journal.InsertRows(context.Background(), &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: &s.stmts}, batchChanged.journal); err != nil {
+		if err := journal.InsertRows(bt.ctx, bt, batchChanged.journal); err != nil {
 			ran = false
 			for i := range results {
 				if results[i] == nil {
@@ -410,7 +413,7 @@ func (s *Store) runBatch(batch []*job) {
 	} else {
 		s.frontier = frontier
 	}
-	s.stmts.prepare(context.Background(), unprepared)
+	s.stmts.prepare(context.Background(), append(unprepared, bt.unprepared...))
 	for i, j := range batch {
 		if results[i] == nil {
 			for _, h := range hooks[i] {
