@@ -1,8 +1,16 @@
 // Package store is the kernel's grant store: tasks, observed record
 // versions, recorded evidence, capabilities and their commitments, and
-// approvals, beside the tamper-evident journal, in one SQLite database.
+// approvals, beside the tamper-evident journal, in one SQLite database or
+// in a PostgreSQL database that kernel replicas share.
 //
 // Every change happens inside [Store.Update], whose [Tx] also appends the
 // journal entry for it, so a change and its log entry commit together or
-// not at all. The agent-facing API never reaches this package.
+// not at all; concurrent updates share one commit (group commit). The
+// agent-facing API never reaches this package.
+//
+// An exclusive store (SQLite: no other process writes it) also follows its
+// commits in memory: task usage, the journal's head, version stamps of task
+// bindings and record versions, and the bindings, versions and evidence rows
+// read. [Store.Read] reads through that memory on connections of its own,
+// so that decisions are made outside the writer and checked in it.
 package store
