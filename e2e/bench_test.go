@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,9 +141,11 @@ func measure(b *testing.B, name string, conc int, op func(i int) error) figure {
 // concurrency 1, 16 and 64 with the kernel's store at both durability
 // levels (normal and full; AMBIT_BENCH_DURABILITY picks one), each beside
 // a no-op call (a health check) on the same listener in the same run; the
-// whole read → propose → execute → readback loop beside its bare hops; and,
-// when AMBIT_BENCH_OPA names an opa binary, an OPA server deciding the
-// seed suite at the same concurrencies. It prints the ratios.
+// whole read → propose → execute → readback loop beside its bare hops at
+// each level; and, when AMBIT_BENCH_OPA names an opa binary, an OPA server
+// deciding the seed suite at the same concurrencies. It prints the ratios
+// of each round, and with AMBIT_BENCH_ROUNDS > 1 their minimum and median
+// over the rounds: the machine is shared, so one round is one sample.
 func BenchmarkNetworked(b *testing.B) {
 	if os.Getenv("AMBIT_BENCH") == "" {
 		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and measure")
@@ -151,12 +154,59 @@ func BenchmarkNetworked(b *testing.B) {
 	if d := os.Getenv("AMBIT_BENCH_DURABILITY"); d != "" {
 		durabilities = []string{d}
 	}
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("AMBIT_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	var base *opaBaseline
+	if opa := os.Getenv("AMBIT_BENCH_OPA"); opa != "" {
+		base = newOPABaseline(b, opa)
+	}
+	var retries atomic.Int64
+	var all [][]figure
+	for r := range rounds {
+		figs := networkedRound(b, durabilities, base, &retries)
+		fmt.Printf("\nround %d of %d\n", r+1, rounds)
+		printSummary(figs, durabilities, base != nil)
+		all = append(all, figs)
+	}
+	if rounds > 1 {
+		printRounds(all, durabilities, base != nil)
+	}
+	fmt.Printf("SubmitProposal calls retried after Unavailable (store busy, nothing changed): %d\n", retries.Load())
+}
+
+// opaBaseline is an OPA server and the seed suite's requests, checked to
+// decide what the kernel's evaluator decides.
+type opaBaseline struct {
+	srv    *opaServer
+	bodies [][]byte
+}
+
+func newOPABaseline(b *testing.B, bin string) *opaBaseline {
+	ctx := context.Background()
+	srv := startOPA(b, bin)
+	bodies, want := seedRequests(b)
+	// The baseline must decide what the kernel decides, or its figures
+	// compare different work.
+	for i, body := range bodies {
+		got, err := srv.decide(ctx, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !slices.Equal(got.Reasons, want[i].Reasons) || got.Outcome != want[i].Outcome {
+			b.Fatalf("seed episode %d: OPA decides %+v, the evaluator %+v", i, got, want[i])
+		}
+	}
+	return &opaBaseline{srv: srv, bodies: bodies}
+}
+
+// networkedRound measures every figure once, each beside its baseline.
+func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retries *atomic.Int64) []figure {
 	ctx := context.Background()
 	var figs []figure
-	var st *stack
-	var retries atomic.Int64
 	for _, durability := range durabilities {
-		st = startStack(b, devstack.Options{Durability: durability})
+		st := startStack(b, devstack.Options{Durability: durability})
 		if err := benchSeed(ctx, st.DataDir); err != nil {
 			b.Fatal(err)
 		}
@@ -198,11 +248,38 @@ func BenchmarkNetworked(b *testing.B) {
 				}))
 			})
 		}
+		figs = append(figs, measureLoop(b, st, durability)...)
 	}
+	if base != nil {
+		for _, conc := range []int{1, 16, 64} {
+			// Open the connections first, as the gRPC channel is open
+			// before its calls are measured: HTTP/1.1 needs one per call
+			// in flight.
+			var wg sync.WaitGroup
+			for range conc {
+				wg.Go(func() {
+					for j := range 4 {
+						_, _ = base.srv.decide(ctx, base.bodies[j])
+					}
+				})
+			}
+			wg.Wait()
+			b.Run(fmt.Sprintf("opa/c=%d", conc), func(b *testing.B) {
+				figs = append(figs, measure(b, "opa", conc, func(i int) error {
+					_, err := base.srv.decide(ctx, base.bodies[i%len(base.bodies)])
+					return err
+				}))
+			})
+		}
+	}
+	return figs
+}
 
-	// The loop, on the last stack: its bare hops are four agent calls and
-	// five adapter-to-kernel calls, each a no-op over the same kind of
-	// connection.
+// measureLoop measures the whole loop on st beside its bare hops: four
+// agent calls and five adapter-to-kernel calls, each a no-op over the same
+// kind of connection.
+func measureLoop(b *testing.B, st *stack, durability string) []figure {
+	ctx := context.Background()
 	hopConns := []string{st.Info.Evidence, st.Kernel.Adapter, st.Kernel.Adapter, st.Kernel.Agent, st.Info.Action, st.Kernel.Adapter, st.Kernel.Adapter, st.Info.Verifier, st.Kernel.Adapter}
 	ids := []string{"agent", "evidence", "evidence", "agent", "agent", "action", "action", "agent", "verifier"}
 	hops := make([]healthpb.HealthClient, len(hopConns))
@@ -213,8 +290,9 @@ func BenchmarkNetworked(b *testing.B) {
 		}
 		hops[i] = healthpb.NewHealthClient(conn)
 	}
-	b.Run("loop-hops/c=1", func(b *testing.B) {
-		figs = append(figs, measure(b, "loop-hops", 1, func(int) error {
+	var figs []figure
+	b.Run("loop-hops-"+durability+"/c=1", func(b *testing.B) {
+		figs = append(figs, measure(b, "loop-hops-"+durability, 1, func(int) error {
 			for _, h := range hops {
 				if _, err := h.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 					return err
@@ -223,8 +301,8 @@ func BenchmarkNetworked(b *testing.B) {
 			return nil
 		}))
 	})
-	b.Run("loop/c=1", func(b *testing.B) {
-		figs = append(figs, measure(b, "loop", 1, func(i int) error {
+	b.Run("loop-"+durability+"/c=1", func(b *testing.B) {
+		figs = append(figs, measure(b, "loop-"+durability, 1, func(i int) error {
 			claim := fmt.Sprintf("B-%05d", i%benchClaims)
 			r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", claim, demo.ClaimFields...)
 			if err != nil {
@@ -238,45 +316,7 @@ func BenchmarkNetworked(b *testing.B) {
 			return err
 		}))
 	})
-
-	opa := os.Getenv("AMBIT_BENCH_OPA")
-	if opa != "" {
-		srv := startOPA(b, opa)
-		bodies, want := seedRequests(b)
-		// The baseline must decide what the kernel decides, or its
-		// figures compare different work.
-		for i, body := range bodies {
-			got, err := srv.decide(ctx, body)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if !slices.Equal(got.Reasons, want[i].Reasons) || got.Outcome != want[i].Outcome {
-				b.Fatalf("seed episode %d: OPA decides %+v, the evaluator %+v", i, got, want[i])
-			}
-		}
-		for _, conc := range []int{1, 16, 64} {
-			// Open the connections first, as the gRPC channel is open
-			// before its calls are measured: HTTP/1.1 needs one per call
-			// in flight.
-			var wg sync.WaitGroup
-			for range conc {
-				wg.Go(func() {
-					for j := range 4 {
-						_, _ = srv.decide(ctx, bodies[j])
-					}
-				})
-			}
-			wg.Wait()
-			b.Run(fmt.Sprintf("opa/c=%d", conc), func(b *testing.B) {
-				figs = append(figs, measure(b, "opa", conc, func(i int) error {
-					_, err := srv.decide(ctx, bodies[i%len(bodies)])
-					return err
-				}))
-			})
-		}
-	}
-	printSummary(figs, durabilities, opa != "")
-	fmt.Printf("SubmitProposal calls retried after Unavailable (store busy, nothing changed): %d\n", retries.Load())
+	return figs
 }
 
 func last(figs []figure, name string, conc int) (figure, bool) {
@@ -289,7 +329,7 @@ func last(figs []figure, name string, conc int) (figure, bool) {
 }
 
 func printSummary(figs []figure, durabilities []string, opa bool) {
-	fmt.Printf("\nnetworked figures (loopback, one run; each ratio against a baseline measured in the same run)\n")
+	fmt.Printf("\nnetworked figures (loopback; each ratio against a baseline measured in the same round)\n")
 	fmt.Printf("%-34s %5s %10s %10s %10s | %s\n", "call", "conc", "ops/s", "p50", "p99", "ratios")
 	row := func(name string, f figure, ratio string) {
 		fmt.Printf("%-34s %5d %10.0f %10s %10s | %s\n", name, f.conc, f.perSec(), f.p50.Round(time.Microsecond), f.p99.Round(time.Microsecond), ratio)
@@ -325,11 +365,54 @@ func printSummary(figs []figure, durabilities []string, opa bool) {
 	} else {
 		fmt.Println("OPA baseline not run: set AMBIT_BENCH_OPA to an opa binary (make bench installs one)")
 	}
-	if h, ok := last(figs, "loop-hops", 1); ok {
-		if l, ok := last(figs, "loop", 1); ok {
-			row("9 bare hops", h, "")
-			row("whole loop, durability "+durabilities[len(durabilities)-1], l,
-				fmt.Sprintf("p50 %.2fx the bare hops (%.0f%% beyond them)", float64(l.p50)/float64(h.p50), 100*(float64(l.p50)/float64(h.p50)-1)))
+	for _, d := range durabilities {
+		if h, ok := last(figs, "loop-hops-"+d, 1); ok {
+			if l, ok := last(figs, "loop-"+d, 1); ok {
+				row("9 bare hops", h, "")
+				row("whole loop, durability "+d, l,
+					fmt.Sprintf("p50 %.2fx the bare hops (%.0f%% beyond them)", float64(l.p50)/float64(h.p50), 100*(float64(l.p50)/float64(h.p50)-1)))
+			}
 		}
+	}
+}
+
+// printRounds prints each ratio's minimum and median over the rounds.
+func printRounds(rounds [][]figure, durabilities []string, opa bool) {
+	fmt.Printf("\nratios over %d rounds (min / median)\n", len(rounds))
+	ratio := func(what string, f func(figs []figure) (float64, bool)) {
+		var xs []float64
+		for _, figs := range rounds {
+			if x, ok := f(figs); ok {
+				xs = append(xs, x)
+			}
+		}
+		if len(xs) == 0 {
+			return
+		}
+		slices.Sort(xs)
+		fmt.Printf("%-62s %6.2f / %6.2f\n", what, xs[0], xs[len(xs)/2])
+	}
+	pair := func(a, an string, conc int, b, bn string, bconc int, p50 bool) func([]figure) (float64, bool) {
+		return func(figs []figure) (float64, bool) {
+			x, ok1 := last(figs, a+an, conc)
+			y, ok2 := last(figs, b+bn, bconc)
+			if !ok1 || !ok2 {
+				return 0, false
+			}
+			if p50 {
+				return float64(x.p50) / float64(y.p50), true
+			}
+			return x.perSec() / y.perSec(), true
+		}
+	}
+	for _, d := range durabilities {
+		for _, conc := range []int{1, 16, 64} {
+			ratio(fmt.Sprintf("decisions/s ÷ no-op, %s, %d in flight", d, conc), pair("submit-", d, conc, "noop-", d, conc, false))
+			if opa {
+				ratio(fmt.Sprintf("decisions/s ÷ OPA, %s, %d in flight", d, conc), pair("submit-", d, conc, "opa", "", conc, false))
+			}
+		}
+		ratio(fmt.Sprintf("p50 ÷ no-op, %s, 1 in flight", d), pair("submit-", d, 1, "noop-", d, 1, true))
+		ratio(fmt.Sprintf("whole loop p50 ÷ its bare hops, %s", d), pair("loop-", d, 1, "loop-hops-", d, 1, true))
 	}
 }
