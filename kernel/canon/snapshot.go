@@ -149,10 +149,10 @@ func ReadSnapshot(r io.Reader, auth Authorities, content ContentFunc) (*State, e
 	}
 	// The count is the writer's word; a corrupt one must not allocate
 	// without bound.
-	s.order = make([]string, 0, min(n, 1<<20))
-	s.records = make(map[string]*record, min(n, 1<<20))
+	recs := make([]record, 0, min(n, 1<<20))
+	contracts := 0
 	for i := uint64(0); i < n; i++ {
-		r := &record{item: &ledgerv1.CanonItem{}}
+		r := record{item: &ledgerv1.CanonItem{}}
 		b := d.bytes()
 		if d.err != nil {
 			return nil, d.fail(fmt.Sprintf("item %d", i))
@@ -160,7 +160,7 @@ func ReadSnapshot(r io.Reader, auth Authorities, content ContentFunc) (*State, e
 		if err := proto.Unmarshal(b, r.item); err != nil {
 			return nil, fmt.Errorf("ledger snapshot item %d: %v: %w", i, err, ErrSnapshot)
 		}
-		r.proposer = d.string()
+		r.proposer = d.name()
 		r.recordedAt = d.time()
 		if d.uint() == 1 {
 			r.filter = &ledgerv1.HandoffFilter{}
@@ -168,14 +168,28 @@ func ReadSnapshot(r io.Reader, auth Authorities, content ContentFunc) (*State, e
 				return nil, fmt.Errorf("ledger snapshot item %d: filter: %v: %w", i, err, ErrSnapshot)
 			}
 		}
-		r.rejectedBy = d.string()
-		r.resolvedBy = d.string()
+		r.rejectedBy = d.name()
+		r.resolvedBy = d.name()
 		r.supersededBy = d.string()
 		r.supersededAt = d.time()
 		r.task = d.string()
 		if d.err != nil {
 			return nil, d.fail(fmt.Sprintf("item %d", i))
 		}
+		if r.task != "" {
+			contracts++
+		}
+		recs = append(recs, r)
+	}
+	// The maps are sized once the items are known, so that a ledger of
+	// millions is not rehashed on its way in.
+	s.order = make([]string, 0, len(recs))
+	s.records = make(map[string]*record, len(recs))
+	if contracts > 0 {
+		s.refs.contracts = make(map[string][]string, contracts)
+	}
+	for i := range recs {
+		r := &recs[i]
 		id := r.item.GetCanonItemId()
 		if _, dup := s.records[id]; dup || id == "" {
 			return nil, fmt.Errorf("ledger snapshot item %d: id %q empty or repeated: %w", i, id, ErrSnapshot)
@@ -238,6 +252,11 @@ func (e *snapshotWriter) time(t time.Time) {
 type snapshotReader struct {
 	r   *bufio.Reader
 	err error
+	// buf is reused by every field, which is copied out of it.
+	buf []byte
+	// names interns the principals: a ledger has few, each named by
+	// millions of items.
+	names map[string]string
 }
 
 // maxSnapshotField bounds one field, so that a corrupt length cannot ask
@@ -267,6 +286,8 @@ func (d *snapshotReader) uint() uint64 {
 	return v
 }
 
+// bytes reads a length-prefixed field into buf; the result is valid until
+// the next read.
 func (d *snapshotReader) bytes() []byte {
 	n := d.uint()
 	if d.err != nil {
@@ -276,23 +297,32 @@ func (d *snapshotReader) bytes() []byte {
 		d.err = fmt.Errorf("field of %d bytes", n)
 		return nil
 	}
-	b := make([]byte, n)
-	_, d.err = io.ReadFull(d.r, b)
+	if uint64(cap(d.buf)) < n {
+		d.buf = make([]byte, n)
+	}
+	b := d.buf[:n]
+	if _, d.err = io.ReadFull(d.r, b); d.err != nil {
+		return nil
+	}
 	return b
 }
 
-func (d *snapshotReader) string() string {
-	n := d.uint()
-	if d.err != nil || n == 0 {
-		return ""
+func (d *snapshotReader) string() string { return string(d.bytes()) }
+
+// name reads a string that many items repeat.
+func (d *snapshotReader) name() string {
+	b := d.bytes()
+	if s, ok := d.names[string(b)]; ok {
+		return s
 	}
-	if n > maxSnapshotField {
-		d.err = fmt.Errorf("field of %d bytes", n)
-		return ""
+	if d.names == nil {
+		d.names = map[string]string{}
 	}
-	b := make([]byte, n)
-	_, d.err = io.ReadFull(d.r, b)
-	return string(b)
+	s := string(b)
+	if len(d.names) < 1<<16 {
+		d.names[s] = s
+	}
+	return s
 }
 
 func (d *snapshotReader) time() time.Time {
