@@ -78,6 +78,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		Authorities:   auth,
 		CapabilityTTL: cfg.CapabilityTTL.D(DefaultCapabilityTTL),
 		Log:           p.Log,
+		SnapshotEvery: cfg.LedgerSnapshotEvery,
 	})
 	if err != nil {
 		return err
