@@ -124,12 +124,18 @@ func (l *ledger) load(ctx context.Context) (*canon.State, int64, error) {
 		}
 		return st, seen, nil
 	}
-	st, seen := l.fromSnapshot(ctx)
-	if st == nil {
-		st = &canon.State{}
-		st.SetContent(l.content)
+	if st, at := l.fromSnapshot(ctx); st != nil {
+		seen, err := l.foldAfter(ctx, st, at)
+		if err == nil {
+			return st, seen, nil
+		}
+		// The journal after the snapshot does not fold onto it: whichever
+		// is wrong, the journal decides.
+		l.log.Warn("the journal does not fold onto the ledger snapshot; replaying the whole journal", zap.Int64("journal_size", at), zap.Error(err))
 	}
-	seen, err := l.foldAfter(ctx, st, seen)
+	st := &canon.State{}
+	st.SetContent(l.content)
+	seen, err := l.foldAfter(ctx, st, 0)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,12 +1,14 @@
 package authority_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
@@ -245,5 +247,41 @@ func TestSnapshotsOfReplicas(t *testing.T) {
 	}
 	if logs.Len() != 0 {
 		t.Errorf("warnings at start-up: %v", logs.All())
+	}
+}
+
+// TestSnapshotThatDoesNotFold: a snapshot that matches the journal's root
+// but whose facts the journal after it contradicts (here: a snapshot at
+// the empty journal that already holds another contract under the first
+// item's id) is dropped for a full replay, not a refusal to start.
+func TestSnapshotThatDoesNotFold(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	_, want := items(t, w, w.k)
+
+	o := w.options(w.st)
+	bogus := &canon.State{}
+	other := contractItem("CTR-"+task, coupledContract(t, "another-task"))
+	if err := bogus.Apply(canon.Transition{Kind: canon.Propose, At: start, Actor: owner, Item: other}, o.Authorities); err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	if err := bogus.Snapshot().WriteTo(&body, o.Authorities); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.WriteLedgerSnapshot(w.ctx, 0, journal.EmptyRoot(), start, &body); err != nil {
+		t.Fatal(err)
+	}
+	o, logs := observed(w, w.openStore())
+	k, err := authority.New(w.ctx, o)
+	if err != nil {
+		t.Fatalf("authority.New over a snapshot the journal contradicts: %v", err)
+	}
+	got, _ := items(t, w, k)
+	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
+		t.Fatalf("the ledger differs from a full replay:\n%s", d)
+	}
+	if logs.FilterMessage("the journal does not fold onto the ledger snapshot; replaying the whole journal").Len() != 1 {
+		t.Errorf("no warning of the fallback: %v", logs.All())
 	}
 }
