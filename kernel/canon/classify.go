@@ -79,11 +79,11 @@ type classifier struct {
 
 // text names a shared reason: its kind and what it is formatted from.
 type text struct {
-	kind     int
-	a, b     string
-	scope    ledgerv1.Scope
-	level    ledgerv1.AuthorityLevel
-	verified bool
+	kind      int
+	principal string
+	scope     ledgerv1.Scope
+	level     ledgerv1.AuthorityLevel
+	verified  bool
 }
 
 // Kinds of shared reasons.
@@ -167,7 +167,7 @@ func (c *classifier) evaluate(r *record) Result {
 		unknown = append(unknown, "lifetime is unspecified")
 	}
 
-	authority := c.shared(text{kind: textAuthority, a: r.proposer, scope: it.GetScope(), level: it.GetAuthorityLevel(), verified: verified},
+	authority := c.shared(text{kind: textAuthority, principal: r.proposer, scope: it.GetScope(), level: it.GetAuthorityLevel(), verified: verified},
 		func() string { return authorityFinding(it, r.proposer, verified) })
 	if isExternal(it.GetSourceOrigin()) && !verified {
 		external = append(external, fmt.Sprintf("%s from outside with %s", it.GetSourceOrigin(), authority))
@@ -236,7 +236,7 @@ func (c *classifier) evaluate(r *record) Result {
 	}
 	if res.Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
 		res.Reasons = []string{
-			c.shared(text{kind: textApproved, a: it.GetPromotionAuthority(), scope: it.GetScope()}, func() string {
+			c.shared(text{kind: textApproved, principal: it.GetPromotionAuthority(), scope: it.GetScope()}, func() string {
 				return fmt.Sprintf("approved by %q, who holds promotion authority for %s", it.GetPromotionAuthority(), it.GetScope())
 			}),
 			"provenance " + strconv.Quote(it.GetProvenanceRef()),
