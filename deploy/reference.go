@@ -103,6 +103,7 @@ var defaults = map[string]string{
 	"ambit-kernel checkpoints.every_entries":     "`1000`",
 	"ambit-kernel checkpoints.every":             "`1s`",
 	"ambit-kernel checkpoints.keep":              "`10000`",
+	"ambit-kernel ledger_snapshot_every":         "`10000`",
 	"ambit-action executors.<name>.http.timeout": "`" + action.DefaultExecutorTimeout.String() + "`",
 	"ambit-action executors.<name>.mcp.timeout":  "`" + action.DefaultExecutorTimeout.String() + "`",
 }

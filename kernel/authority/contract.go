@@ -62,14 +62,28 @@ func (k *Kernel) taskContract(tx store.Tx, taskID string) (*bound, error) {
 		return nil, err
 	}
 	c, ok := k.ledger.item(itemID)
-	if !ok || c.Item.GetContract() == nil {
+	if !ok || c.Item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
 		return nil, fmt.Errorf("task %q is bound to %q, which is not a contract item in the ledger", taskID, itemID)
 	}
-	cc, err := k.compiled(c.Item.GetCanonItemId(), c.Item.GetContentHash(), c.Item.GetContract())
+	cc, err := k.compiledItem(c.Item)
 	if err != nil {
 		return nil, err
 	}
 	return &bound{compiled: cc, itemID: itemID, class: c.Class, agent: task.Agent}, nil
+}
+
+// compiledItem returns a contract item's compiled contract. A compacted
+// item's contract is loaded from the journal only when no item with the
+// same content was compiled before.
+func (k *Kernel) compiledItem(item *ledgerv1.CanonItem) (*compiled, error) {
+	if v, ok := k.compile.Load(item.GetContentHash()); ok {
+		return v.(*compiled), nil
+	}
+	full, err := k.ledger.contract(item)
+	if err != nil {
+		return nil, err
+	}
+	return k.compiled(full.GetCanonItemId(), full.GetContentHash(), full.GetContract())
 }
 
 func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compiled, error) {

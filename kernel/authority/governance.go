@@ -120,6 +120,7 @@ func (k *Kernel) SupersedeItem(ctx context.Context, actor, old, replacement stri
 	}
 	o, _ := k.ledger.item(old)
 	n, _ := k.ledger.item(replacement)
+	o, n = k.ledger.filled(o), k.ledger.filled(n)
 	k.log.Info("ledger", zap.String("transition", "supersede"), zap.String("item", old), zap.String("by", replacement), zap.String("actor", actor))
 	return o, n, nil
 }
@@ -171,6 +172,7 @@ func (k *Kernel) transition(ctx context.Context, id string, then func(store.Tx, 
 		return canon.Classified{}, err
 	}
 	c, _ := k.ledger.item(id)
+	c = k.ledger.filled(c)
 	k.log.Info("ledger", zap.String("transition", t.Kind.String()), zap.String("item", id), zap.String("actor", t.Actor), zap.String("class", c.Class.String()))
 	return c, nil
 }
@@ -184,7 +186,11 @@ func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, s
 		return nil, "", err
 	}
 	if at.IsZero() {
-		return k.ledger.all(), head.String(), nil
+		all := k.ledger.all()
+		for i, c := range all {
+			all[i] = k.ledger.filled(c)
+		}
+		return all, head.String(), nil
 	}
 	entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
 	if err != nil {
@@ -206,6 +212,9 @@ func (k *Kernel) BindTask(ctx context.Context, actor, taskID, itemID, agent stri
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_REQUEST", "task_id, contract_item_id and agent are required")
 	}
 	c, ok := k.ledger.item(itemID)
+	if ok {
+		c = k.ledger.filled(c)
+	}
 	switch {
 	case !ok:
 		return c, refuse(ErrNotFound, "ITEM_NOT_FOUND", "canon item %q does not exist", itemID)

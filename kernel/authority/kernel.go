@@ -74,6 +74,11 @@ type Options struct {
 	Log           *zap.Logger
 	// NewID returns a fresh identifier with the prefix; random by default.
 	NewID func(prefix string) string
+	// SnapshotEvery is how many ledger transitions are folded between two
+	// snapshots of the ledger written in the background: 0 means
+	// DefaultSnapshotEvery, a negative number none (Snapshot and Close
+	// still write one).
+	SnapshotEvery int
 }
 
 // Kernel is the authority kernel's core. It is safe for concurrent use.
@@ -98,8 +103,10 @@ type Kernel struct {
 	reserved reservations
 }
 
-// New builds a kernel over an opened store and replays the authority
-// ledger from its journal.
+// New builds a kernel over an opened store and loads the authority ledger
+// from its journal: from the newest snapshot that matches the journal and
+// the transitions after it, else by replaying the whole journal. Close
+// stops it.
 func New(ctx context.Context, o Options) (*Kernel, error) {
 	if o.Store == nil || o.Signer == nil || o.Log == nil {
 		return nil, errors.New("authority: store, signer and log are required")
@@ -150,7 +157,11 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	if k.newID == nil {
 		k.newID = randomID
 	}
-	if k.ledger, err = replayLedger(ctx, o.Store, o.Authorities); err != nil {
+	every := o.SnapshotEvery
+	if every == 0 {
+		every = DefaultSnapshotEvery
+	}
+	if k.ledger, err = newLedger(ctx, o.Store, o.Authorities, o.Log, k.clock, every); err != nil {
 		return nil, err
 	}
 	// Kernel replicas sharing the store each follow the others' ledger

@@ -1,15 +1,21 @@
 package authority
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/store"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -24,9 +30,10 @@ type ledger struct {
 	// wmu serialises transitions, from validation to publication, so that
 	// memory changes in the journal's commit order.
 	wmu sync.Mutex
-	// smu guards state, dirty and seen against the two goroutines that
-	// change them outside wmu: the store's, folding other replicas'
-	// transitions (follow), and a failed transition's caller (restore).
+	// smu guards state, dirty, seen, since and writing against the
+	// goroutines that change them outside wmu: the store's, folding other
+	// replicas' transitions (follow), a failed transition's caller
+	// (restore), and the snapshot writer.
 	smu sync.Mutex
 	// state is the fold of the committed transitions plus, while a
 	// transition's update is in flight, that transition (dirty).
@@ -36,6 +43,20 @@ type ledger struct {
 	seen int64
 	// reader re-reads the journal when state must be rebuilt.
 	reader journal.Reader
+	// snaps keeps snapshots of the ledger and reads the journal by page and
+	// by item; nil when the store does neither, and then the ledger
+	// replays its whole journal and keeps every contract in memory.
+	snaps snapshotStore
+	log   *zap.Logger
+	now   func() time.Time
+	// every is how many transitions are folded between two snapshots
+	// written in the background (none when <= 0); since counts them, and
+	// writing is set while a snapshot is written.
+	every   int
+	since   int
+	writing bool
+	closed  bool
+	bg      sync.WaitGroup
 
 	// mu guards what readers see: the classes as of the last commit.
 	mu   sync.RWMutex
@@ -49,21 +70,212 @@ type ledger struct {
 	classes *canon.Classes
 }
 
-func replayLedger(ctx context.Context, s journal.Reader, auth canon.Authorities) (*ledger, error) {
-	entries, err := s.EntriesOfKind(ctx, journalKindCanon)
-	if err != nil {
-		return nil, fmt.Errorf("replay ledger: %w", err)
-	}
-	l := &ledger{auth: auth, reader: s}
-	st, err := foldLedger(entries, time.Time{}, auth)
+// snapshotStore is what the ledger needs of a store to start from a
+// snapshot, keep contracts out of memory and write snapshots:
+// [store.Store] is one.
+type snapshotStore interface {
+	EntriesOfKindAfter(ctx context.Context, kind string, after int64, limit int) ([]journal.Entry, error)
+	EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error)
+	JournalRootAt(ctx context.Context, size uint64) ([]byte, error)
+	LedgerSnapshots(ctx context.Context, limit int) ([]store.LedgerSnapshot, error)
+	ReadLedgerSnapshot(ctx context.Context, sn store.LedgerSnapshot) io.Reader
+	WriteLedgerSnapshot(ctx context.Context, size uint64, root []byte, at time.Time, body io.Reader) (store.LedgerSnapshot, error)
+}
+
+var _ snapshotStore = (*store.Store)(nil)
+
+const (
+	// DefaultSnapshotEvery is how many ledger transitions a kernel folds
+	// between two snapshots unless told otherwise.
+	DefaultSnapshotEvery = 10_000
+	// snapshotTries is how many of the newest snapshots start-up tries
+	// before it replays the whole journal.
+	snapshotTries = 3
+	// foldPage is how many journal entries a fold decodes at once, so that
+	// a replay of a long journal never holds all of it.
+	foldPage = 10_000
+)
+
+// newLedger loads the ledger: from the newest snapshot that matches the
+// journal plus the transitions after it, or by replaying the whole journal.
+func newLedger(ctx context.Context, r journal.Reader, auth canon.Authorities, log *zap.Logger, now func() time.Time, every int) (*ledger, error) {
+	l := &ledger{auth: auth, reader: r, log: log, now: now, every: every}
+	l.snaps, _ = r.(snapshotStore)
+	st, seen, err := l.load(ctx)
 	if err != nil {
 		return nil, err
 	}
 	l.set(st)
-	if len(entries) > 0 {
-		l.seen = entries[len(entries)-1].Seq
-	}
+	l.seen = seen
 	return l, nil
+}
+
+// load folds the journal into a new state and returns it with the
+// position of its last transition.
+func (l *ledger) load(ctx context.Context) (*canon.State, int64, error) {
+	if l.snaps == nil {
+		entries, err := l.reader.EntriesOfKind(ctx, journalKindCanon)
+		if err != nil {
+			return nil, 0, fmt.Errorf("replay ledger: %w", err)
+		}
+		st, err := foldLedger(entries, time.Time{}, l.auth)
+		if err != nil {
+			return nil, 0, err
+		}
+		var seen int64
+		if len(entries) > 0 {
+			seen = entries[len(entries)-1].Seq
+		}
+		return st, seen, nil
+	}
+	if st, at := l.fromSnapshot(ctx); st != nil {
+		seen, err := l.foldAfter(ctx, st, at)
+		if err == nil {
+			return st, seen, nil
+		}
+		// The journal after the snapshot does not fold onto it: whichever
+		// is wrong, the journal decides.
+		l.log.Warn("the journal does not fold onto the ledger snapshot; replaying the whole journal", zap.Int64("journal_size", at), zap.Error(err))
+	}
+	st := &canon.State{}
+	st.SetContent(l.content)
+	seen, err := l.foldAfter(ctx, st, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	return st, seen, nil
+}
+
+// fromSnapshot reads the newest snapshot that matches the journal, and
+// the journal position it was taken at. Nil when there is none: a
+// snapshot is only ever a shortcut, so one that does not match is skipped
+// with a warning, never trusted and never a reason not to start.
+func (l *ledger) fromSnapshot(ctx context.Context) (*canon.State, int64) {
+	snaps, err := l.snaps.LedgerSnapshots(ctx, snapshotTries)
+	if err != nil {
+		l.log.Warn("ledger snapshots unreadable; replaying the whole journal", zap.Error(err))
+		return nil, 0
+	}
+	for _, sn := range snaps {
+		st, err := l.readSnapshot(ctx, sn)
+		if err == nil {
+			return st, int64(sn.JournalSize)
+		}
+		l.log.Warn("ledger snapshot ignored", zap.String("snapshot", sn.ID), zap.Uint64("journal_size", sn.JournalSize), zap.Error(err))
+	}
+	if len(snaps) > 0 {
+		l.log.Warn("no ledger snapshot matches the journal; replaying the whole journal")
+	}
+	return nil, 0
+}
+
+// readSnapshot reads sn once it is shown to follow this journal: the
+// journal holds at least sn's entries and its root over them is sn's, and
+// the body is the one written.
+func (l *ledger) readSnapshot(ctx context.Context, sn store.LedgerSnapshot) (*canon.State, error) {
+	root, err := l.snaps.JournalRootAt(ctx, sn.JournalSize)
+	if err != nil {
+		return nil, fmt.Errorf("the journal does not reach position %d: %w", sn.JournalSize, err)
+	}
+	if !bytes.Equal(root, sn.Root) {
+		return nil, fmt.Errorf("taken over another journal: its root at %d is %x, the journal's %x", sn.JournalSize, sn.Root, root)
+	}
+	h := sha256.New()
+	st, err := canon.ReadSnapshot(io.TeeReader(l.snaps.ReadLedgerSnapshot(ctx, sn), h), l.auth, l.content)
+	if err != nil {
+		return nil, err
+	}
+	if sum := h.Sum(nil); !bytes.Equal(sum, sn.Digest) {
+		return nil, fmt.Errorf("its body hashes to %x, not the recorded %x", sum, sn.Digest)
+	}
+	return st, nil
+}
+
+// foldAfter folds the canon transitions after journal position after into
+// st, a page at a time, compacting each page's contracts once folded (they
+// are durable in the journal), and returns the position of the last.
+func (l *ledger) foldAfter(ctx context.Context, st *canon.State, after int64) (int64, error) {
+	seen := after
+	for {
+		entries, err := l.snaps.EntriesOfKindAfter(ctx, journalKindCanon, seen, foldPage)
+		if err != nil {
+			return 0, fmt.Errorf("replay ledger: %w", err)
+		}
+		for _, e := range entries {
+			t, err := decodeTransition(e)
+			if err != nil {
+				return 0, fmt.Errorf("replay ledger: %w", err)
+			}
+			if err := st.Apply(t, l.auth); err != nil {
+				return 0, fmt.Errorf("replay ledger: entry %d: %w", e.Seq, err)
+			}
+			seen = e.Seq
+		}
+		st.Compact()
+		if len(entries) < foldPage {
+			return seen, nil
+		}
+	}
+}
+
+// content loads a compacted contract from the journal: the contract of
+// the item's proposal, or the one its handoff derived from its parent's.
+// The caller checks it against the item's content hash.
+func (l *ledger) content(id string) (*contractv1.Contract, error) {
+	entries, err := l.snaps.EntriesWithRef(context.Background(), id, journalKindCanon)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		t, err := decodeTransition(e)
+		if err != nil {
+			return nil, err
+		}
+		if t.Item.GetCanonItemId() != id {
+			continue
+		}
+		switch t.Kind {
+		case canon.Propose:
+			if c := t.Item.GetContract(); c != nil {
+				return c, nil
+			}
+		case canon.DeriveHandoff:
+			parent, err := l.content(t.ItemID)
+			if err != nil {
+				return nil, fmt.Errorf("handoff parent %q: %w", t.ItemID, err)
+			}
+			return canon.Intersect(parent, t.Filter)
+		}
+	}
+	return nil, fmt.Errorf("no contract of item %q in the journal", id)
+}
+
+// contract returns a contract item with its contract, loading a compacted
+// one from the journal.
+func (l *ledger) contract(item *ledgerv1.CanonItem) (*ledgerv1.CanonItem, error) {
+	if !canon.Compacted(item) {
+		return item, nil
+	}
+	if l.snaps == nil {
+		return nil, fmt.Errorf("item %q: its contract was compacted and the ledger cannot load it", item.GetCanonItemId())
+	}
+	c, err := l.content(item.GetCanonItemId())
+	if err != nil {
+		return nil, fmt.Errorf("item %q: load its contract: %w", item.GetCanonItemId(), err)
+	}
+	return canon.WithContent(item, c)
+}
+
+// filled returns c with its contract, as clients are shown an item; an item
+// whose contract cannot be loaded is returned as it is held, and logged.
+func (l *ledger) filled(c canon.Classified) canon.Classified {
+	full, err := l.contract(c.Item)
+	if err != nil {
+		l.log.Error("ledger item shown without its contract", zap.String("item", c.Item.GetCanonItemId()), zap.Error(err))
+		return c
+	}
+	c.Item = full
+	return c
 }
 
 // foldLedger decodes the canon transitions among entries (others are
@@ -157,6 +369,7 @@ func (l *ledger) apply(tx committer, t canon.Transition) error {
 		defer l.smu.Unlock()
 		l.seen = e.Seq
 		l.publish()
+		l.folded(1)
 	})
 	return nil
 }
@@ -185,11 +398,11 @@ func (l *ledger) restoreLocked(ctx context.Context) error {
 	if !l.dirty {
 		return nil
 	}
-	fresh, err := replayLedger(ctx, l.reader, l.auth)
+	st, seen, err := l.load(ctx)
 	if err != nil {
 		return err
 	}
-	l.state, l.seen = fresh.state, fresh.seen
+	l.state, l.seen = st, seen
 	l.publish()
 	return nil
 }
@@ -229,5 +442,6 @@ func (l *ledger) follow(ctx context.Context, entries []journal.Entry) error {
 		l.seen = e.Seq
 	}
 	l.publish()
+	l.folded(len(fresh))
 	return nil
 }

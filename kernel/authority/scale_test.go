@@ -97,8 +97,11 @@ func liveHeap() uint64 {
 // BenchmarkScale shows what the number of bound tasks costs. For each
 // size it seeds the tasks, then measures:
 //
-//   - startup: a kernel's start over the store (the ledger's replay), its
-//     time and the heap it keeps (heap-MB);
+//   - startup-replay: a kernel's start over the store without a snapshot
+//     (the replay of the whole journal), its time and the heap it keeps
+//     (heap-MB);
+//   - startup: the same from a snapshot taken after the replay, folding
+//     nothing after it;
 //   - bind: binding one more task (propose, promote and bind a contract
 //     item of its own), the governance path that ran every transition's
 //     classification over the whole ledger. The ledger grows by one task
@@ -125,9 +128,11 @@ func BenchmarkScale(b *testing.B) {
 			opts := w.options(w.st)
 			opts.Log = zap.NewNop()
 
-			b.Run("startup", func(b *testing.B) {
-				var took time.Duration
+			// start measures a kernel's start over the store: its time and
+			// the heap it keeps.
+			startKernel := func(b *testing.B, took *time.Duration, heapMB *float64) {
 				ops := 0
+				var sum time.Duration
 				for b.Loop() {
 					ops++
 					b.StopTimer()
@@ -139,16 +144,30 @@ func BenchmarkScale(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					took += time.Since(t0)
+					sum += time.Since(t0)
 					b.StopTimer()
 					after := liveHeap()
-					r.heapMB = float64(after-min(before, after)) / (1 << 20)
-					b.ReportMetric(r.heapMB, "heap-MB")
+					*heapMB = float64(after-min(before, after)) / (1 << 20)
+					b.ReportMetric(*heapMB, "heap-MB")
 					w.k = k
 					b.StartTimer()
 				}
-				r.startup = took / time.Duration(max(ops, 1))
-			})
+				*took = sum / time.Duration(max(ops, 1))
+			}
+			// The seeded store has no snapshot: the kernel replays the
+			// whole journal, as one would the first time. Then it writes
+			// a snapshot, as a running kernel does every so many
+			// transitions, and the next start begins from it.
+			b.Run("startup-replay", func(b *testing.B) { startKernel(b, &r.replay, &r.replayMB) })
+			if w.k == nil {
+				b.Fatal("no kernel started")
+			}
+			t0 = time.Now()
+			if err := w.k.Snapshot(w.ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("snapshot of %d tasks written in %s", n, time.Since(t0).Round(time.Millisecond))
+			b.Run("startup", func(b *testing.B) { startKernel(b, &r.startup, &r.heapMB) })
 			if w.k == nil {
 				b.Fatal("no kernel started")
 			}
@@ -201,9 +220,9 @@ func BenchmarkScale(b *testing.B) {
 
 // scaleRow is one size's figures.
 type scaleRow struct {
-	n                     int
-	startup, bind, decide time.Duration
-	heapMB                float64
+	n                             int
+	startup, replay, bind, decide time.Duration
+	heapMB, replayMB              float64
 }
 
 // printScale prints the scale figures, each size beside the smallest.
@@ -213,9 +232,10 @@ func printScale(rows []scaleRow) {
 	}
 	base := rows[0]
 	fmt.Printf("\nscale figures (in process, one run; ratios against %d tasks in the same run)\n", base.n)
-	fmt.Printf("%9s | %12s %9s | %22s | %22s\n", "tasks", "start-up", "heap", "bind one more task", "random-task decision")
+	fmt.Printf("%9s | %12s %9s | %12s %9s | %22s | %22s\n", "tasks", "start-up", "heap", "full replay", "heap", "bind one more task", "random-task decision")
 	for _, r := range rows {
-		fmt.Printf("%9d | %12s %6.0f MB | %10s %9.2fx | %10s %9.2fx\n", r.n, r.startup.Round(time.Microsecond), r.heapMB,
+		fmt.Printf("%9d | %12s %6.0f MB | %12s %6.0f MB | %10s %9.2fx | %10s %9.2fx\n", r.n, r.startup.Round(time.Microsecond), r.heapMB,
+			r.replay.Round(time.Microsecond), r.replayMB,
 			r.bind.Round(time.Microsecond), float64(r.bind)/float64(base.bind),
 			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide))
 	}

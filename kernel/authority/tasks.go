@@ -8,6 +8,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/store"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 )
 
 // TaskQuery selects one page of bound tasks.
@@ -33,7 +34,7 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 	// items are never removed: the tasks are those bound to its contracts.
 	var contracts []canon.Classified
 	for _, c := range k.ledger.all() {
-		if c.Item.GetContract() != nil && (q.ItemID == "" || c.Item.GetCanonItemId() == q.ItemID) {
+		if c.Item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && (q.ItemID == "" || c.Item.GetCanonItemId() == q.ItemID) {
 			contracts = append(contracts, c)
 		}
 	}
@@ -55,6 +56,8 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 				if q.Agent != "" && b.Agent != q.Agent {
 					continue
 				}
+				// A compacted contract is loaded once a task of it is listed.
+				c = k.ledger.filled(c)
 				tasks = append(tasks, taskProto(id, b, c))
 			}
 		}

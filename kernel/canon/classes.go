@@ -1,6 +1,10 @@
 package canon
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+	"sync"
+)
 
 // Classes is the class of every item of one State, kept current as
 // transitions apply. [Classes.Update] reclassifies only what the
@@ -32,13 +36,35 @@ func NewClasses(s *State, auth Authorities) *Classes {
 	return c
 }
 
+// resetShare is how many items make it worth classifying a ledger on
+// more than one core.
+const resetShare = 1 << 14
+
 func (c *Classes) reset(s *State) {
 	c.state, c.seen = s, len(s.log)
 	c.order = slices.Clone(s.order)
+	// Classifying reads the state and writes nothing to it, and a class
+	// is a function of the state alone, so the items are split between
+	// cores, each with its own classifier: an item reached from two
+	// shares is classified the same in both.
+	results := make([]Result, len(s.order))
+	shares := max(1, min(runtime.GOMAXPROCS(0), len(s.order)/resetShare))
+	var wg sync.WaitGroup
+	for i := range shares {
+		lo, hi := i*len(s.order)/shares, (i+1)*len(s.order)/shares
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := classifier{s: s, auth: c.auth, memo: make(map[string]Result, hi-lo)}
+			for j := lo; j < hi; j++ {
+				results[j] = cl.classify(s.order[j])
+			}
+		}()
+	}
+	wg.Wait()
 	c.byID = make(map[string]Classified, len(s.order))
-	cl := classifier{s: s, auth: c.auth, memo: make(map[string]Result, len(s.order))}
-	for _, id := range s.order {
-		c.byID[id] = Classified{Item: s.records[id].item, Result: cl.classify(id)}
+	for i, id := range s.order {
+		c.byID[id] = Classified{Item: s.records[id].item, Result: results[i]}
 	}
 }
 

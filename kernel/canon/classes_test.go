@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -118,4 +119,31 @@ func FuzzClasses(f *testing.F) {
 			sameAsClassifyAll(t, cls, s, auth, op.Kind.String())
 		}
 	})
+}
+
+// TestClassesOfALargeLedger: a ledger large enough to be classified on
+// several cores, with conflicts that reach across the shares, gets the
+// classes one classifier gives.
+func TestClassesOfALargeLedger(t *testing.T) {
+	auth := defaultAuth()
+	s := &canon.State{}
+	const n = 40_000
+	for i := range n {
+		var mods []func(*ledgerv1.CanonItem)
+		if i%97 == 96 {
+			mods = append(mods, withConflict(fmt.Sprintf("POL-%d", i/3)))
+		}
+		id := fmt.Sprintf("POL-%d", i)
+		if err := s.Apply(propose(2*i, owner, policy(id, "limit GBP 500", mods...)), auth); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			if err := s.Apply(promote(2*i+1, owner, id), auth); err != nil && i%97 != 96 {
+				t.Fatal(err)
+			}
+		}
+	}
+	if d := cmp.Diff(canon.ClassifyAll(s, auth), canon.NewClasses(s, auth).All(), protocmp.Transform()); d != "" {
+		t.Fatalf("(-ClassifyAll +Classes):\n%s", d)
+	}
 }

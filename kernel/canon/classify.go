@@ -2,6 +2,7 @@ package canon
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
@@ -70,6 +71,39 @@ type classifier struct {
 	// a long chain linear.
 	memo     map[string]Result
 	visiting map[string]bool
+	// texts holds the reasons many items share (who approved them, their
+	// authority), formatted once: a ledger of a million contracts from a
+	// few owners would otherwise hold a million copies of each.
+	texts map[text]string
+}
+
+// text names a shared reason: its kind and what it is formatted from.
+type text struct {
+	kind      int
+	principal string
+	scope     ledgerv1.Scope
+	level     ledgerv1.AuthorityLevel
+	verified  bool
+}
+
+// Kinds of shared reasons.
+const (
+	textApproved = iota + 1
+	textAuthority
+)
+
+// shared returns the reason key names, formatting it with format the first
+// time.
+func (c *classifier) shared(key text, format func() string) string {
+	if s, ok := c.texts[key]; ok {
+		return s
+	}
+	if c.texts == nil {
+		c.texts = map[text]string{}
+	}
+	s := format()
+	c.texts[key] = s
+	return s
 }
 
 func (c *classifier) classify(id string) Result {
@@ -133,7 +167,8 @@ func (c *classifier) evaluate(r *record) Result {
 		unknown = append(unknown, "lifetime is unspecified")
 	}
 
-	authority := authorityFinding(it, r.proposer, verified)
+	authority := c.shared(text{kind: textAuthority, principal: r.proposer, scope: it.GetScope(), level: it.GetAuthorityLevel(), verified: verified},
+		func() string { return authorityFinding(it, r.proposer, verified) })
 	if isExternal(it.GetSourceOrigin()) && !verified {
 		external = append(external, fmt.Sprintf("%s from outside with %s", it.GetSourceOrigin(), authority))
 	}
@@ -201,8 +236,10 @@ func (c *classifier) evaluate(r *record) Result {
 	}
 	if res.Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
 		res.Reasons = []string{
-			fmt.Sprintf("approved by %q, who holds promotion authority for %s", it.GetPromotionAuthority(), it.GetScope()),
-			fmt.Sprintf("provenance %q", it.GetProvenanceRef()),
+			c.shared(text{kind: textApproved, principal: it.GetPromotionAuthority(), scope: it.GetScope()}, func() string {
+				return fmt.Sprintf("approved by %q, who holds promotion authority for %s", it.GetPromotionAuthority(), it.GetScope())
+			}),
+			"provenance " + strconv.Quote(it.GetProvenanceRef()),
 			authority,
 		}
 		res.Reasons = append(res.Reasons, c.contested(it.GetCanonItemId())...)

@@ -15,14 +15,22 @@ import (
 // applies it exactly as it was applied.
 
 // widening compares two contract items' reach.
-func widening(older, newer *ledgerv1.CanonItem) (*reach.Diff, error) {
-	o, err := reach.Of(older.GetContract())
+func (s *State) widening(older, newer *record) (*reach.Diff, error) {
+	oc, err := s.contract(older)
 	if err != nil {
-		return nil, fmt.Errorf("contract %q: %w", older.GetCanonItemId(), err)
+		return nil, err
 	}
-	n, err := reach.Of(newer.GetContract())
+	nc, err := s.contract(newer)
 	if err != nil {
-		return nil, fmt.Errorf("contract %q: %w", newer.GetCanonItemId(), err)
+		return nil, err
+	}
+	o, err := reach.Of(oc)
+	if err != nil {
+		return nil, fmt.Errorf("contract %q: %w", older.item.GetCanonItemId(), err)
+	}
+	n, err := reach.Of(nc)
+	if err != nil {
+		return nil, fmt.Errorf("contract %q: %w", newer.item.GetCanonItemId(), err)
 	}
 	return reach.Compare(o, n), nil
 }
@@ -31,25 +39,24 @@ func widening(older, newer *ledgerv1.CanonItem) (*reach.Diff, error) {
 // it supersedes, once that was promoted, and every CANONICAL contract
 // bound to the same task. A handoff child has none: its derivation can
 // only shrink its parent, and it is bound to a task of its own.
-func (s *State) predecessors(it *ledgerv1.CanonItem, auth Authorities) []*ledgerv1.CanonItem {
+func (s *State) predecessors(rec *record, auth Authorities) []*record {
+	it := rec.item
 	if it.GetHandoffParentRef() != "" {
 		return nil
 	}
-	var out []*ledgerv1.CanonItem
+	var out []*record
 	if ref := it.GetSupersedesRef(); ref != "" {
 		if r, ok := s.records[ref]; ok && r.item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT &&
 			r.item.GetPromotionState() == ledgerv1.PromotionState_PROMOTION_STATE_APPROVED {
-			out = append(out, r.item)
+			out = append(out, r)
 		}
 	}
-	task := it.GetContract().GetBinding().GetTaskId()
-	for _, id := range s.refs.contracts[task] {
-		other := s.records[id].item
+	for _, id := range s.refs.contracts[rec.task] {
 		if id == it.GetCanonItemId() || id == it.GetSupersedesRef() {
 			continue
 		}
 		if Classify(s, id, auth).Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
-			out = append(out, other)
+			out = append(out, s.records[id])
 		}
 	}
 	return out
@@ -57,20 +64,22 @@ func (s *State) predecessors(it *ledgerv1.CanonItem, auth Authorities) []*ledger
 
 // checkDebtPaid refuses to promote a contract item that widens a
 // predecessor without a CANONICAL debt record that accepts the widening.
-func (s *State) checkDebtPaid(it *ledgerv1.CanonItem, auth Authorities) error {
-	for _, prev := range s.predecessors(it, auth) {
-		d, err := widening(prev, it)
+func (s *State) checkDebtPaid(rec *record, auth Authorities) error {
+	id := rec.item.GetCanonItemId()
+	for _, prev := range s.predecessors(rec, auth) {
+		prevID := prev.item.GetCanonItemId()
+		d, err := s.widening(prev, rec)
 		if err != nil {
-			return fmt.Errorf("item %q: cannot compare its reach with %q: %v: %w", it.GetCanonItemId(), prev.GetCanonItemId(), err, ErrInvalidItem)
+			return fmt.Errorf("item %q: cannot compare its reach with %q: %v: %w", id, prevID, err, ErrInvalidItem)
 		}
 		if !d.Widens() {
 			continue
 		}
-		if s.debtPaid(prev.GetCanonItemId(), it.GetCanonItemId(), auth) {
+		if s.debtPaid(prevID, id, auth) {
 			continue
 		}
 		return fmt.Errorf("item %q widens %q (added or widened routes: %d, relaxed limits: %d; families to re-run: %s) and no CANONICAL debt record accepts the widening: %w",
-			it.GetCanonItemId(), prev.GetCanonItemId(), len(d.Added), len(d.Relaxed), familyList(d.RerunFamilies()), ErrContractionDebtUnpaid)
+			id, prevID, len(d.Added), len(d.Relaxed), familyList(d.RerunFamilies()), ErrContractionDebtUnpaid)
 	}
 	return nil
 }
@@ -107,23 +116,24 @@ func (s *State) checkDebtRecord(item *ledgerv1.CanonItem) error {
 		return fmt.Errorf("debt record %q: new_contract_ref: %w", id, err)
 	}
 	switch {
-	case older.GetCanonItemId() == newer.GetCanonItemId():
-		return fmt.Errorf("debt record %q: old and new contract are both %q: %w", id, older.GetCanonItemId(), ErrInvalidItem)
+	case older.item.GetCanonItemId() == newer.item.GetCanonItemId():
+		return fmt.Errorf("debt record %q: old and new contract are both %q: %w", id, older.item.GetCanonItemId(), ErrInvalidItem)
 	case ledgerv1.AssuranceDecision_name[int32(rec.GetDecision())] == "" || rec.GetDecision() == ledgerv1.AssuranceDecision_ASSURANCE_DECISION_UNSPECIFIED:
 		return fmt.Errorf("debt record %q: no assurance decision: %w", id, ErrInvalidItem)
 	}
-	d, err := widening(older, newer)
+	d, err := s.widening(older, newer)
 	if err != nil {
 		return fmt.Errorf("debt record %q: %v: %w", id, err, ErrInvalidItem)
 	}
+	oldID, newID := older.item.GetCanonItemId(), newer.item.GetCanonItemId()
 	if !d.Widens() {
-		return fmt.Errorf("debt record %q: %q does not widen %q: there is no debt to record: %w", id, newer.GetCanonItemId(), older.GetCanonItemId(), ErrInvalidItem)
+		return fmt.Errorf("debt record %q: %q does not widen %q: there is no debt to record: %w", id, newID, oldID, ErrInvalidItem)
 	}
 	if diff := routeDiff(rec.GetAddedRoutes(), d.DebtRoutes()); diff != "" {
-		return fmt.Errorf("debt record %q: added_routes are not the routes %q adds to %q: %s: %w", id, newer.GetCanonItemId(), older.GetCanonItemId(), diff, ErrInvalidItem)
+		return fmt.Errorf("debt record %q: added_routes are not the routes %q adds to %q: %s: %w", id, newID, oldID, diff, ErrInvalidItem)
 	}
 	if diff := limitDiff(rec.GetRelaxedLimits(), d.RelaxedLimits()); diff != "" {
-		return fmt.Errorf("debt record %q: relaxed_limits are not the limits %q relaxes: %s: %w", id, newer.GetCanonItemId(), diff, ErrInvalidItem)
+		return fmt.Errorf("debt record %q: relaxed_limits are not the limits %q relaxes: %s: %w", id, newID, diff, ErrInvalidItem)
 	}
 	var missing []string
 	for _, f := range d.RerunFamilies() {
@@ -137,7 +147,7 @@ func (s *State) checkDebtRecord(item *ledgerv1.CanonItem) error {
 	return nil
 }
 
-func (s *State) contractItem(id string) (*ledgerv1.CanonItem, error) {
+func (s *State) contractItem(id string) (*record, error) {
 	r, err := s.lookup(id)
 	if err != nil {
 		return nil, err
@@ -145,7 +155,7 @@ func (s *State) contractItem(id string) (*ledgerv1.CanonItem, error) {
 	if r.item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
 		return nil, fmt.Errorf("item %q is a %s, not a contract: %w", id, r.item.GetKind(), ErrInvalidItem)
 	}
-	return r.item, nil
+	return r, nil
 }
 
 // routeDiff says how the routes a record names differ from the computed

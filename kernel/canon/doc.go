@@ -15,6 +15,14 @@
 // [Transition.Proto] and [TransitionFromProto] convert a transition to and
 // from the wire form the kernel's log stores.
 //
+// A long ledger need not be folded from its first transition: [State.Snapshot]
+// copies a state's facts, [Snapshot.WriteTo] writes them down without the
+// contracts' content, and [ReadSnapshot] reads them back into a state that
+// folds the later transitions exactly as the uninterrupted fold would.
+// [State.Compact] drops the contracts of a state's durable items, which a
+// [ContentFunc] loads again from the journal when a rule needs one; the
+// content hash ([WithContent]) proves what was loaded.
+//
 // The transitions enforce the seed's rules as they happen:
 //
 //   - Identity: a reused canon_item_id with other content or metadata is

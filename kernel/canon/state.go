@@ -2,7 +2,6 @@ package canon
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +30,10 @@ type State struct {
 	// tools are the distinct tool grants of the recorded contracts, by
 	// their deterministic encoding (see intern).
 	tools map[string]*contractv1.ToolGrant
+	// compacted is how many items of order Compact has visited; content
+	// loads what compacted contract items no longer hold (see Compact).
+	compacted int
+	content   ContentFunc
 }
 
 // refs are the ledger's references, indexed by the item referred to. Each
@@ -51,7 +54,9 @@ type refs struct {
 	debts map[[2]string][]string
 }
 
-func (x *refs) add(item *ledgerv1.CanonItem) {
+// add indexes item's references; task is the task its contract is bound
+// to (see record.task).
+func (x *refs) add(item *ledgerv1.CanonItem, task string) {
 	id := item.GetCanonItemId()
 	push := func(m *map[string][]string, key string) {
 		if *m == nil {
@@ -69,7 +74,7 @@ func (x *refs) add(item *ledgerv1.CanonItem) {
 		push(&x.citing, cited)
 	}
 	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetHandoffParentRef() == "" {
-		push(&x.contracts, item.GetContract().GetBinding().GetTaskId())
+		push(&x.contracts, task)
 	}
 	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD {
 		key := [2]string{item.GetDebt().GetOldContractRef(), item.GetDebt().GetNewContractRef()}
@@ -95,6 +100,9 @@ type record struct {
 	resolvedBy   string
 	supersededBy string
 	supersededAt time.Time
+	// task is the task a contract item's binding names, kept apart from
+	// the contract so that it survives compaction.
+	task string
 }
 
 // Apply records t, or refuses it with an error that wraps one of the
@@ -111,7 +119,13 @@ func (s *State) Apply(t Transition, auth Authorities) error {
 		// second deep copy of them.
 		rec := s.records[t.Item.GetCanonItemId()].item
 		t.Item = shallow(t.Item)
-		t.Item.Contract, t.Item.Debt = rec.GetContract(), rec.GetDebt()
+		if rec.GetContract() != nil || t.Item.GetContract() == nil {
+			t.Item.Contract, t.Item.Debt = rec.GetContract(), rec.GetDebt()
+		} else {
+			// A repeated proposal of a compacted item: the log keeps
+			// its own copy of the content.
+			t.Item.Contract = proto.CloneOf(t.Item.GetContract())
+		}
 	} else {
 		t.Item = proto.CloneOf(t.Item)
 	}
@@ -246,7 +260,11 @@ func (s *State) deriveHandoff(t Transition, auth Authorities) error {
 	}
 	child := proto.CloneOf(tmpl)
 	child.Kind = ledgerv1.ItemKind_ITEM_KIND_CONTRACT
-	c, err := Intersect(parent.item.GetContract(), t.Filter)
+	pc, err := s.contract(parent)
+	if err != nil {
+		return fmt.Errorf("handoff parent: %w", err)
+	}
+	c, err := Intersect(pc, t.Filter)
 	if err != nil {
 		return fmt.Errorf("child %q: %w", id, err)
 	}
@@ -340,7 +358,7 @@ func (s *State) record(t Transition, item *ledgerv1.CanonItem, filter *ledgerv1.
 		case prev.item.GetContentHash() != sum:
 			return fmt.Errorf("item %q: content hash %s differs from the recorded %s; changed content needs a new identity: %w",
 				id, sum, prev.item.GetContentHash(), ErrIdentityReuse)
-		case !proto.Equal(prev.proposal(), item):
+		case !proto.Equal(prev.proposal(), withoutContentIf(item, prev.item.GetContract() == nil)):
 			return fmt.Errorf("item %q: same content, different metadata; a changed item needs a new identity or a transition: %w", id, ErrIdentityReuse)
 		}
 		// The same item again: idempotent, so replaying a log twice or
@@ -368,14 +386,18 @@ func (s *State) record(t Transition, item *ledgerv1.CanonItem, filter *ledgerv1.
 	if s.records == nil {
 		s.records = make(map[string]*record)
 	}
-	s.records[id] = &record{
+	rec := &record{
 		item:       item,
 		proposer:   t.Actor,
 		recordedAt: t.At,
 		filter:     proto.CloneOf(filter),
 	}
+	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetHandoffParentRef() == "" {
+		rec.task = item.GetContract().GetBinding().GetTaskId()
+	}
+	s.records[id] = rec
 	s.order = append(s.order, id)
-	s.refs.add(item)
+	s.refs.add(item, rec.task)
 	return nil
 }
 
@@ -449,7 +471,7 @@ func (s *State) promote(t Transition, auth Authorities) error {
 		return nil // already approved: idempotent; the first approver stays on record
 	}
 	if it.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
-		if err := s.checkDebtPaid(it, auth); err != nil {
+		if err := s.checkDebtPaid(r, auth); err != nil {
 			return err
 		}
 	}
@@ -607,10 +629,27 @@ func Replay(ts []Transition, until time.Time, auth Authorities) (*State, error) 
 	return s, nil
 }
 
-// provenanceRE is the shape of a reference a reviewer can follow: a
-// scheme naming where to look and a locator without spaces, e.g.
-// "policy-repo:contracts/refund.yaml@4f2c9e1" or "item:POL-2026-09".
-var provenanceRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:[^\s]+$`)
+// followable reports whether ref has the shape of a reference a reviewer
+// can follow: a scheme naming where to look and a locator without spaces,
+// e.g. "policy-repo:contracts/refund.yaml@4f2c9e1" or "item:POL-2026-09".
+// It is the regular expression ^[a-z][a-z0-9+.-]*:[^\s]+$ written out,
+// because every classification runs it and a ledger holds millions of
+// items.
+func followable(ref string) bool {
+	colon := strings.IndexByte(ref, ':')
+	if colon < 1 || colon == len(ref)-1 || ref[0] < 'a' || ref[0] > 'z' {
+		return false
+	}
+	for i := 1; i < colon; i++ {
+		switch c := ref[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '+', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	// \s is ASCII white space; no byte of a multi-byte UTF-8 sequence is.
+	return !strings.ContainsAny(ref[colon+1:], " \t\n\f\r")
+}
 
 // unresolvable says why an item's provenance_ref does not lead back to a
 // reviewable source or transition ("" when it does): free text is not a
@@ -618,7 +657,7 @@ var provenanceRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:[^\s]+$`)
 // ledger (seed 000: missing or unresolvable provenance is UNKNOWN).
 func (s *State) unresolvable(it *ledgerv1.CanonItem) string {
 	ref := it.GetProvenanceRef()
-	if !provenanceRE.MatchString(ref) {
+	if !followable(ref) {
 		return fmt.Sprintf("provenance_ref %q is not a reference (scheme:locator) a reviewer can follow", ref)
 	}
 	if id, ok := strings.CutPrefix(ref, "item:"); ok {

@@ -247,6 +247,19 @@ func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
 	return read(ctx, q, `SELECT `+columns+` FROM journal WHERE kind = ? ORDER BY seq`, kind)
 }
 
+// ReadKindAfter returns up to limit entries of one kind after position
+// after, in order (limit <= 0: all): the ledger's transitions since a
+// snapshot, a page at a time.
+func ReadKindAfter(ctx context.Context, q Querier, kind string, after int64, limit int) ([]Entry, error) {
+	query := `SELECT ` + columns + ` FROM journal WHERE kind = ? AND seq > ? ORDER BY seq`
+	args := []any{kind, after}
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	return read(ctx, q, query, args...)
+}
+
 // ReadRef returns the entries with one ref among kinds, in order: the
 // entry that recorded a receipt, found by the receipt's identifier.
 func ReadRef(ctx context.Context, q Querier, ref string, kinds ...string) ([]Entry, error) {

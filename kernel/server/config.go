@@ -42,6 +42,11 @@ type Config struct {
 	PromotionAuthorities map[string][]string `json:"promotion_authorities"`
 	// Checkpoints configures the signed checkpoints of the journal.
 	Checkpoints Checkpoints `json:"checkpoints"`
+	// LedgerSnapshotEvery is how many ledger transitions the kernel folds
+	// between two snapshots of the authority ledger, from which it starts
+	// instead of replaying the whole journal (default 10000; -1: only at
+	// shutdown).
+	LedgerSnapshotEvery int `json:"ledger_snapshot_every"`
 }
 
 // Checkpoints configures the signed checkpoints of the journal.

@@ -78,6 +78,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		Authorities:   auth,
 		CapabilityTTL: cfg.CapabilityTTL.D(DefaultCapabilityTTL),
 		Log:           p.Log,
+		SnapshotEvery: cfg.LedgerSnapshotEvery,
 	})
 	if err != nil {
 		return err
@@ -114,7 +115,10 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		{Name: "governance", Addr: cfg.Listen.Governance, Server: govSrv},
 	}, zap.String("database", sqldb.Redact(cfg.Database)), zap.String("durability", string(cfg.Durability)))
 	stopPublishing()
-	return errors.Join(err, <-published)
+	// The listeners have stopped: a last snapshot of the ledger spares the
+	// next start the transitions folded since the previous one.
+	closed := k.Close(context.WithoutCancel(ctx))
+	return errors.Join(err, <-published, closed)
 }
 
 // countDecisions counts the decisions the agent listener answers, by

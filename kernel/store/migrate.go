@@ -24,6 +24,8 @@ var migrations = []migration{
 	// recorded; its statements are idempotent, so a database made then
 	// takes it as it is.
 	{version: 1, stmts: append(append([]string{}, journal.Schema...), schema...)},
+	// Snapshots of the authority ledger (snapshot.go).
+	{version: 2, stmts: snapshotSchema},
 }
 
 // schemaVersion is the schema version this kernel writes.
