@@ -46,14 +46,8 @@ func (l *ledger) snapshot(ctx context.Context) error {
 		l.smu.Unlock()
 	}()
 	l.smu.Lock()
-	for l.dirty {
-		l.smu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		l.smu.Lock()
+	if err := l.waitWhile(ctx, func() bool { return l.dirty }); err != nil {
+		return err
 	}
 	snap, seen, since := l.state.Snapshot(), l.seen, l.since
 	l.since = 0
@@ -85,6 +79,22 @@ func (l *ledger) snapshot(ctx context.Context) error {
 	return nil
 }
 
+// waitWhile polls busy, which reads what smu guards, until it is false,
+// releasing smu between looks. The caller holds smu; it still does on a
+// nil return, and does not when ctx ended first.
+func (l *ledger) waitWhile(ctx context.Context, busy func() bool) error {
+	for busy() {
+		l.smu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		l.smu.Lock()
+	}
+	return nil
+}
+
 // unfold counts the transitions of a snapshot that was not written as
 // not yet snapshotted, so that the next fold tries again.
 func (l *ledger) unfold(n int) {
@@ -101,14 +111,8 @@ func (k *Kernel) Snapshot(ctx context.Context) error {
 		return errors.New("ledger snapshot: the store keeps none")
 	}
 	l.smu.Lock()
-	for l.writing {
-		l.smu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		l.smu.Lock()
+	if err := l.waitWhile(ctx, func() bool { return l.writing }); err != nil {
+		return err
 	}
 	l.writing = true
 	l.smu.Unlock()

@@ -138,8 +138,8 @@ type mirror struct {
 	usage map[string]*usage
 	head  atomic.Pointer[journal.TreeHead]
 	// tasks and records hold the bindings and record versions read since
-	// the store opened, each as last committed; at most maxCached of
-	// each.
+	// the store opened, each as last committed, by BindingKey and
+	// RecordKey; at most maxCached of each.
 	tasks   map[string]Task
 	records map[string]string
 	// evidence holds the last evidence rows recorded or read (they never
@@ -238,7 +238,7 @@ func (s *Store) apply(c *batchChanges) {
 	// A written binding or version is dropped, not kept: memory holds
 	// only what decisions read, and reads it again after a change.
 	for _, task := range c.bindings {
-		delete(m.tasks, task)
+		delete(m.tasks, BindingKey(task))
 	}
 	for _, k := range c.records {
 		delete(m.records, k)
@@ -262,63 +262,62 @@ func (s *Store) apply(c *batchChanges) {
 // store's Read.
 func (t *txn) cached() bool { return t.mirrored }
 
-// mirroredTask returns a binding from memory, or reads it (in a statement
-// of its own, which sees every commit before it) and keeps it unless a
-// commit moved it meanwhile.
-func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
+// readThrough returns what memory holds under k, or reads it (in a
+// statement of its own, which sees every commit before it) and keeps it
+// unless a commit moved k's stamp meanwhile. What read does not find is not
+// kept.
+func readThrough[V any](t *txn, cache map[string]V, k string, read func() (V, bool, error)) (V, bool, error) {
 	m := &t.s.mirror
 	m.mu.Lock()
-	b, ok := m.tasks[taskID]
+	v, ok := cache[k]
 	m.mu.Unlock()
 	if ok {
-		return b, true, nil
-	}
-	slot := t.s.versions.slot(BindingKey(taskID))
-	v := slot.Load()
-	err := t.s.ro.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, false, nil
-	}
-	if err != nil {
-		return Task{}, false, fmt.Errorf("task %q: %w", taskID, err)
-	}
-	m.mu.Lock()
-	if slot.Load() == v {
-		if len(m.tasks) >= maxCached {
-			clear(m.tasks)
-		}
-		m.tasks[taskID] = b
-	}
-	m.mu.Unlock()
-	return b, true, nil
-}
-
-// mirroredRecord is mirroredTask for a record's version ("" when none is
-// recorded).
-func (t *txn) mirroredRecord(source, key string) (string, error) {
-	k := RecordKey(source, key)
-	m := &t.s.mirror
-	m.mu.Lock()
-	v, ok := m.records[k]
-	m.mu.Unlock()
-	if ok {
-		return v, nil
+		return v, true, nil
 	}
 	slot := t.s.versions.slot(k)
 	at := slot.Load()
-	err := t.s.ro.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("record %s/%s: %w", source, key, err)
+	v, found, err := read()
+	if err != nil || !found {
+		return v, found, err
 	}
 	m.mu.Lock()
 	if slot.Load() == at {
-		if len(m.records) >= maxCached {
-			clear(m.records)
+		if len(cache) >= maxCached {
+			clear(cache)
 		}
-		m.records[k] = v
+		cache[k] = v
 	}
 	m.mu.Unlock()
-	return v, nil
+	return v, true, nil
+}
+
+// mirroredTask returns a task's binding through memory.
+func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
+	return readThrough(t, t.s.mirror.tasks, BindingKey(taskID), func() (Task, bool, error) {
+		var b Task
+		err := t.s.ro.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Task{}, false, nil
+		}
+		if err != nil {
+			return Task{}, false, fmt.Errorf("task %q: %w", taskID, err)
+		}
+		return b, true, nil
+	})
+}
+
+// mirroredRecord returns a record's version through memory ("" when none
+// is recorded, which memory keeps too).
+func (t *txn) mirroredRecord(source, key string) (string, error) {
+	v, _, err := readThrough(t, t.s.mirror.records, RecordKey(source, key), func() (string, bool, error) {
+		var v string
+		err := t.s.ro.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return "", false, fmt.Errorf("record %s/%s: %w", source, key, err)
+		}
+		return v, true, nil
+	})
+	return v, err
 }
 
 // mirroredEvidence returns a recorded evidence row from memory if there.
