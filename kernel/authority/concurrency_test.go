@@ -23,35 +23,13 @@ func TestConcurrentSubmitGrantsOnce(t *testing.T) {
 	w.canonicalTask(task)
 	env, _ := w.read(task)
 
-	results := make([]*authority.Decided, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each goroutine owns its messages, as separate RPCs would.
-			p := proposal(task, refund(1740, subject), proto.CloneOf(env))
-			results[i], errs[i] = w.k.Submit(w.ctx, p)
-		}()
-	}
-	wg.Wait()
-
-	outcomes := map[string]int{}
+	results, outcomes := raceSubmit(t, w, n, func() authority.Proposal {
+		return proposal(task, refund(1740, subject), proto.CloneOf(env))
+	}, "ACTION_COUNT_EXCEEDS_GRANT")
 	caps := 0
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("Submit %d: %v", i, errs[i])
-		}
-		v := verdictOf(results[i])
-		outcomes[v.Outcome]++
-		if results[i].Capability != nil {
+	for _, d := range results {
+		if d.Capability != nil {
 			caps++
-		}
-		if v.Outcome == "OUTCOME_DENY" {
-			if diff := cmp.Diff([]string{"ACTION_COUNT_EXCEEDS_GRANT"}, v.Codes); diff != "" {
-				t.Errorf("DENY %d reasons (-want +got):\n%s", i, diff)
-			}
 		}
 	}
 	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 1, "OUTCOME_DENY": n - 1}, outcomes); diff != "" {
@@ -222,15 +200,28 @@ func TestConcurrentSubmitWithinCumulativeGrant(t *testing.T) {
 		c.Action.ApprovalOver = proto.Clone(c.Action.MaxAmount).(*contractv1.Money)
 	})
 	env, _ := w.read(task)
+	_, outcomes := raceSubmit(t, w, n, func() authority.Proposal {
+		return proposal(task, refund(1000, subject), proto.CloneOf(env))
+	}, "CUMULATIVE_AMOUNT_EXCEEDS_GRANT")
+	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 3, "OUTCOME_DENY": n - 3}, outcomes); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	list, err := w.k.Commitments(w.ctx, task)
+	if err != nil || len(list) != 3 {
+		t.Errorf("%d commitments stored (%v), want 3", len(list), err)
+	}
+}
+
+// raceSubmit submits n proposals at once, each its own messages as separate
+// RPCs would be, and counts their outcomes; every DENY must give exactly
+// the reason denyCode.
+func raceSubmit(t *testing.T, w *world, n int, p func() authority.Proposal, denyCode string) ([]*authority.Decided, map[string]int) {
+	t.Helper()
 	results := make([]*authority.Decided, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = w.k.Submit(w.ctx, proposal(task, refund(1000, subject), proto.CloneOf(env)))
-		}()
+		wg.Go(func() { results[i], errs[i] = w.k.Submit(w.ctx, p()) })
 	}
 	wg.Wait()
 	outcomes := map[string]int{}
@@ -241,16 +232,10 @@ func TestConcurrentSubmitWithinCumulativeGrant(t *testing.T) {
 		v := verdictOf(results[i])
 		outcomes[v.Outcome]++
 		if v.Outcome == "OUTCOME_DENY" {
-			if diff := cmp.Diff([]string{"CUMULATIVE_AMOUNT_EXCEEDS_GRANT"}, v.Codes); diff != "" {
+			if diff := cmp.Diff([]string{denyCode}, v.Codes); diff != "" {
 				t.Errorf("DENY %d reasons (-want +got):\n%s", i, diff)
 			}
 		}
 	}
-	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 3, "OUTCOME_DENY": n - 3}, outcomes); diff != "" {
-		t.Errorf("outcomes (-want +got):\n%s", diff)
-	}
-	list, err := w.k.Commitments(w.ctx, task)
-	if err != nil || len(list) != 3 {
-		t.Errorf("%d commitments stored (%v), want 3", len(list), err)
-	}
+	return results, outcomes
 }
