@@ -170,8 +170,13 @@ func devUp(t *testing.T, args ...string) *devRun {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(d.out.String(), d.infoAt) {
-		t.Errorf("dev up does not print where stack.json is:\n%s", d.out.String())
+	// The file is written before the line that names it is printed, and
+	// the line reaches the buffer through a pipe: give it time.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(d.out.String(), d.infoAt); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("dev up does not print where stack.json is:\n%s", d.out.String())
+			break
+		}
 	}
 	return d
 }
