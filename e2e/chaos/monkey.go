@@ -115,13 +115,15 @@ func (m *monkey) run(ctx context.Context) error {
 }
 
 // nextPoint is the failpoint to arm in name's next start, with its
-// occurrence; about one start in four arms none, so that the random
-// kills also meet processes that run clean.
+// occurrence. Once every point has been armed, about one start in four
+// arms none, so that the random kills also meet processes that run clean;
+// until then every start arms the next, so that a short run (a fast
+// stack finishes its loops sooner) still reaches each point.
 func (m *monkey) nextPoint(name string) string {
-	if m.rng.IntN(4) == 0 {
+	points := m.points[name]
+	if m.next[name] >= len(points) && m.rng.IntN(4) == 0 {
 		return ""
 	}
-	points := m.points[name]
 	p := points[m.next[name]%len(points)]
 	m.next[name]++
 	if n := 1 + m.rng.IntN(3); n > 1 {
