@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
+	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/debt"
 	"github.com/ambitkernel/ambit/kernel/suite"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
@@ -46,13 +47,7 @@ func debtItem(t *testing.T, id string, older, newer *ledgerv1.CanonItem, decisio
 func TestWideningNeedsDebtRecord(t *testing.T) {
 	w := newWorld(t)
 	old := w.canonicalTask(task)
-	wide := contractItem("CTR-wide", coupledContract(t, task, func(c *contractv1.Contract) {
-		c.Version = "2"
-		c.Evidence.Fields = append(c.Evidence.Fields, "salary")
-		c.Action.MaxAmount.MinorUnits = 20000
-	}))
-	wide.SupersedesRef = old.Item.GetCanonItemId()
-	w.propose(wide)
+	wide := w.proposeWidening(t, old)
 
 	_, err := w.k.PromoteItem(w.ctx, owner, "CTR-wide")
 	wantRefusal(t, err, authority.ErrStale, "CONTRACTION_DEBT_UNPAID")
@@ -158,4 +153,19 @@ func TestRefusedWideningStaysUnpromoted(t *testing.T) {
 	if got := w.promote("CTR-narrow"); got.Class != ledgerv1.CanonClass_CANON_CLASS_CANONICAL {
 		t.Errorf("narrowing is %s: %v", got.Class, got.Reasons)
 	}
+}
+
+// proposeWidening proposes CTR-wide, the next version of old's contract,
+// which also releases salary and allows refunds up to 200.00, to supersede
+// old: a widening that needs a debt record.
+func (w *world) proposeWidening(t *testing.T, old canon.Classified) *ledgerv1.CanonItem {
+	t.Helper()
+	wide := contractItem("CTR-wide", coupledContract(t, task, func(c *contractv1.Contract) {
+		c.Version = "2"
+		c.Evidence.Fields = append(c.Evidence.Fields, "salary")
+		c.Action.MaxAmount.MinorUnits = 20000
+	}))
+	wide.SupersedesRef = old.Item.GetCanonItemId()
+	w.propose(wide)
+	return wide
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/ambitkernel/ambit/kernel/authority"
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal"
-	"github.com/ambitkernel/ambit/kernel/store"
-	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
@@ -29,13 +27,7 @@ func snapshotWorld(t *testing.T) *world {
 	w := newWorld(t)
 	old := w.canonicalTask(task)
 	w.canonicalTask("task-2")
-	wide := contractItem("CTR-wide", coupledContract(t, task, func(c *contractv1.Contract) {
-		c.Version = "2"
-		c.Evidence.Fields = append(c.Evidence.Fields, "salary")
-		c.Action.MaxAmount.MinorUnits = 20000
-	}))
-	wide.SupersedesRef = old.Item.GetCanonItemId()
-	w.propose(wide)
+	wide := w.proposeWidening(t, old)
 	if _, err := w.k.BoundaryChange(w.ctx, agentName, task, "raise the limit"); err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +68,35 @@ func items(t *testing.T, w *world, k *authority.Kernel) (now, replayed []canon.C
 	return now, replayed
 }
 
-// observed is a kernel's options with its warnings kept.
-func observed(w *world, st *store.Store) (authority.Options, *observer.ObservedLogs) {
+// restarted starts another kernel over w's database, its options first
+// changed by tune (when given) and its warnings kept, and lists its ledger
+// beside a fresh replay of the whole journal.
+func restarted(t *testing.T, w *world, tune func(*authority.Options)) (k *authority.Kernel, got, replayed []canon.Classified, logs *observer.ObservedLogs) {
+	t.Helper()
 	core, logs := observer.New(zapcore.WarnLevel)
-	o := w.options(st)
+	o := w.options(w.openStore())
 	o.Log = zap.New(core)
-	return o, logs
+	if tune != nil {
+		tune(&o)
+	}
+	k, err := authority.New(w.ctx, o)
+	if err != nil {
+		t.Fatalf("authority.New: %v", err)
+	}
+	got, replayed = items(t, w, k)
+	return k, got, replayed, logs
+}
+
+// likeReplay fails unless got is the ledger a full replay gives and the
+// start warned of nothing.
+func likeReplay(t *testing.T, got, replayed []canon.Classified, logs *observer.ObservedLogs) {
+	t.Helper()
+	if d := cmp.Diff(replayed, got, protocmp.Transform()); d != "" {
+		t.Fatalf("started from the snapshot, the ledger differs from a full replay (-replay +snapshot):\n%s", d)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("warnings at start-up: %v", logs.All())
+	}
 }
 
 // TestSnapshotRestart: a kernel started from the snapshot and the journal
@@ -92,20 +107,10 @@ func TestSnapshotRestart(t *testing.T) {
 	w := snapshotWorld(t)
 	want, _ := items(t, w, w.k)
 
-	o, logs := observed(w, w.openStore())
-	k, err := authority.New(w.ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, replayed := items(t, w, k)
-	if d := cmp.Diff(replayed, got, protocmp.Transform()); d != "" {
-		t.Fatalf("started from the snapshot, the ledger differs from a full replay (-replay +snapshot):\n%s", d)
-	}
+	k, got, replayed, logs := restarted(t, w, nil)
+	likeReplay(t, got, replayed, logs)
 	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
 		t.Fatalf("the restarted kernel's ledger differs from the running one's:\n%s", d)
-	}
-	if logs.Len() != 0 {
-		t.Errorf("warnings at start-up: %v", logs.All())
 	}
 	w.k = k
 	env, _ := w.read(task)
@@ -149,15 +154,11 @@ func TestSnapshotMismatch(t *testing.T) {
 				}
 				db.Close()
 			}
-			o, logs := observed(w, w.openStore())
-			if c.auth {
-				o.Authorities[ledgerv1.Scope_SCOPE_WORKSPACE] = []string{owner}
-			}
-			k, err := authority.New(w.ctx, o)
-			if err != nil {
-				t.Fatalf("authority.New over a bad snapshot: %v", err)
-			}
-			got, _ := items(t, w, k)
+			_, got, _, logs := restarted(t, w, func(o *authority.Options) {
+				if c.auth {
+					o.Authorities[ledgerv1.Scope_SCOPE_WORKSPACE] = []string{owner}
+				}
+			})
 			if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
 				t.Fatalf("the ledger differs from a full replay:\n%s", d)
 			}
@@ -200,18 +201,8 @@ func TestSnapshotsInTheBackground(t *testing.T) {
 	if snaps[0].JournalSize != uint64(last) {
 		t.Errorf("the newest snapshot is at %d, the last transition at %d", snaps[0].JournalSize, last)
 	}
-	o, logs := observed(w, w.openStore())
-	k2, err := authority.New(w.ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, replayed := items(t, w, k2)
-	if d := cmp.Diff(replayed, got, protocmp.Transform()); d != "" {
-		t.Fatalf("(-replay +snapshot):\n%s", d)
-	}
-	if logs.Len() != 0 {
-		t.Errorf("warnings at start-up: %v", logs.All())
-	}
+	_, got, replayed, logs := restarted(t, w, nil)
+	likeReplay(t, got, replayed, logs)
 }
 
 // TestSnapshotsOfReplicas: kernel replicas sharing one PostgreSQL database
@@ -236,18 +227,8 @@ func TestSnapshotsOfReplicas(t *testing.T) {
 	if _, err := b.PromoteItem(w.ctx, owner, "CTR-b"); err != nil {
 		t.Fatal(err)
 	}
-	o, logs := observed(w, w.openStore())
-	k, err := authority.New(w.ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, replayed := items(t, w, k)
-	if d := cmp.Diff(replayed, got, protocmp.Transform()); d != "" {
-		t.Fatalf("(-replay +snapshot):\n%s", d)
-	}
-	if logs.Len() != 0 {
-		t.Errorf("warnings at start-up: %v", logs.All())
-	}
+	_, got, replayed, logs := restarted(t, w, nil)
+	likeReplay(t, got, replayed, logs)
 }
 
 // TestSnapshotThatDoesNotFold: a snapshot that matches the journal's root
@@ -272,12 +253,7 @@ func TestSnapshotThatDoesNotFold(t *testing.T) {
 	if _, err := w.st.WriteLedgerSnapshot(w.ctx, 0, journal.EmptyRoot(), start, &body); err != nil {
 		t.Fatal(err)
 	}
-	o, logs := observed(w, w.openStore())
-	k, err := authority.New(w.ctx, o)
-	if err != nil {
-		t.Fatalf("authority.New over a snapshot the journal contradicts: %v", err)
-	}
-	got, _ := items(t, w, k)
+	_, got, _, logs := restarted(t, w, nil)
 	if d := cmp.Diff(want, got, protocmp.Transform()); d != "" {
 		t.Fatalf("the ledger differs from a full replay:\n%s", d)
 	}
