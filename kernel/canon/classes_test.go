@@ -105,10 +105,7 @@ func TestClassesFollowRandomLedgers(t *testing.T) {
 
 // FuzzClasses checks the same property on fuzzed transition sequences.
 func FuzzClasses(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{1, 0, 0, 0, 2, 2, 1, 3, 5, 3, 0, 0, 0, 1, 2, 1, 1, 0, 0})
-	f.Add([]byte("a ledger of transitions decoded from bytes, seeded with text"))
-	f.Add([]byte{1, 0, 0, 0, 1, 1, 0, 1, 3, 5, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 6, 1, 1, 0, 0, 0, 2, 2, 4, 3, 0, 0, 1, 1, 1})
+	addLedgerSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		auth := defaultAuth()
 		s := &canon.State{}

@@ -121,15 +121,21 @@ func ledgerOps(data []byte) []canon.Transition {
 	return out
 }
 
+// addLedgerSeeds seeds a fuzz target of ledgerOps input: nothing, two
+// transition sequences and text.
+func addLedgerSeeds(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 0, 0, 0, 2, 2, 1, 3, 5, 3, 0, 0, 0, 1, 2, 1, 1, 0, 0})
+	f.Add([]byte("a ledger of transitions decoded from bytes, seeded with text"))
+	f.Add([]byte{1, 0, 0, 0, 1, 1, 0, 1, 3, 5, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 6, 1, 1, 0, 0, 0, 2, 2, 4, 3, 0, 0, 1, 1, 1})
+}
+
 // FuzzLedger applies arbitrary transition sequences. Nothing may panic, a
 // refused transition must carry a refusal code, classification must be
 // deterministic, replaying the accepted log must rebuild the same classes,
 // and nothing CANONICAL may lack what canon requires.
 func FuzzLedger(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte{1, 0, 0, 0, 2, 2, 1, 3, 5, 3, 0, 0, 0, 1, 2, 1, 1, 0, 0})
-	f.Add([]byte("a ledger of transitions decoded from bytes, seeded with text"))
-	f.Add([]byte{1, 0, 0, 0, 1, 1, 0, 1, 3, 5, 3, 1, 1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 6, 1, 1, 0, 0, 0, 2, 2, 4, 3, 0, 0, 1, 1, 1})
+	addLedgerSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		auth := defaultAuth()
 		s := &canon.State{}
