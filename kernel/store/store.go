@@ -455,7 +455,9 @@ func runJob(fn func(tx Tx) error, tx *txn) (err error) {
 	return fn(tx)
 }
 
-// View runs fn in a transaction that is always rolled back.
+// View runs fn in a read-only transaction, one state of the database, on
+// the read connections: never the writer's, whose transactions take
+// SQLite's write lock.
 func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 	if s.pg != nil {
 		// What memory holds (the ledger) must be no older than the rows.
@@ -463,12 +465,12 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 			return err
 		}
 	}
-	sqlTx, err := s.db.BeginTx(ctx, nil)
+	sqlTx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts}
-	defer func() { s.stmts.prepare(ctx, tx.unprepared) }()
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts}
+	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)
 }

@@ -516,11 +516,12 @@ func TestTransactions(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("Update = %v, want the callback's error", err)
 	}
-	// Writes inside View are discarded.
+	// A write inside View is refused (a View reads on the read-only
+	// connections) and leaves nothing behind.
 	if err := s.View(ctx, func(tx store.Tx) error {
 		return tx.BindTask("task-2", store.Task{ItemID: "CTR-A", Agent: "agent"}, t0)
-	}); err != nil {
-		t.Fatal(err)
+	}); err == nil {
+		t.Fatal("a write inside View succeeded")
 	}
 	view(t, s, func(tx store.Tx) error {
 		for _, task := range []string{"task-1", "task-2"} {
