@@ -142,8 +142,9 @@ type mirror struct {
 	// RecordKey; at most maxCached of each.
 	tasks   map[string]Task
 	records map[string]string
-	// evidence holds the last evidence rows recorded or read (they never
-	// change), oldest first in order.
+	// evidence holds the last evidence rows recorded since the store
+	// opened (they never change), oldest first in order; a miss reads the
+	// table.
 	evidence map[string]Evidence
 	order    []string
 	next     int
@@ -161,9 +162,9 @@ const (
 	maxCached   = 1 << 18
 )
 
-// loadUsage reads every task's usage into memory: a store opens exclusive
-// with its counters as they are on disk.
-func (s *Store) loadUsage(ctx context.Context, db *sql.DB) error {
+// loadMirror starts memory from the database: every task's usage and
+// earliest outstanding expiry, as they are on disk.
+func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
 	m := &s.mirror
 	m.usage, m.tasks, m.records = map[string]*usage{}, map[string]Task{}, map[string]string{}
 	m.evidence, m.order, m.earliest = map[string]Evidence{}, make([]string, maxEvidence), map[string]time.Time{}
@@ -186,9 +187,12 @@ func (s *Store) loadUsage(ctx context.Context, db *sql.DB) error {
 	return rows.Err()
 }
 
+// loadEarliest reads each task's earliest outstanding expiry. The status is
+// written into the query, not bound: only then may SQLite read the partial
+// index of outstanding capabilities instead of every capability ever issued.
 func (s *Store) loadEarliest(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT task_id, MIN(expires_at) FROM capabilities WHERE status = ? GROUP BY task_id`,
-		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED)
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT task_id, MIN(expires_at) FROM capabilities WHERE status = %d GROUP BY task_id`,
+		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED))
 	if err != nil {
 		return fmt.Errorf("load capability expiries: %w", err)
 	}

@@ -186,6 +186,17 @@ func TestUsageMirror(t *testing.T) {
 	if got, _ := s.Usage("task-1", "GBP"); got != want1 || got != 1 {
 		t.Errorf("usage of task-1 after reopening = %d, want %d (1)", got, want1)
 	}
+	// and from the outstanding capabilities' expiries: a Read finds a
+	// due one without having seen it issued.
+	if err := s.Read(ctx, func(tx store.Tx) error {
+		due, err := tx.Due("task-1", now.Add(2*time.Minute))
+		if err != nil || len(due) != 1 || due[0].CapabilityID != "a" {
+			t.Errorf("Due after reopening = %v, %v; want a", due, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReadThroughMemory: a read transaction of an exclusive store sees
