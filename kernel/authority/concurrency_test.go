@@ -3,6 +3,7 @@ package authority_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
@@ -238,4 +239,73 @@ func raceSubmit(t *testing.T, w *world, n int, p func() authority.Proposal, deny
 		}
 	}
 	return results, outcomes
+}
+
+// TestChangeBetweenReadAndAppend: what a decision read changes after it
+// read it and before the decision is appended (the record's state, or the
+// ledger). The writer sees the moved stamp and the decision is made again,
+// on the new state: no capability at the old version is left outstanding.
+func TestChangeBetweenReadAndAppend(t *testing.T) {
+	cases := []struct {
+		name    string
+		change  func(t *testing.T, w *world, k *authority.Kernel)
+		allowed bool
+	}{
+		{"record state", func(t *testing.T, w *world, k *authority.Kernel) {
+			changed := w.sign(w.evidence, w.evidenceReceipt(task, func(r *receiptv1.EvidenceReceipt) { r.StateVersion = version43 }))
+			_, err := k.RecordEvidence(w.ctx, evidenceID, changed)
+			wantRefusal(t, err, authority.ErrStale, "STATE_VERSION_CHANGED")
+		}, false},
+		{"ledger", func(t *testing.T, w *world, k *authority.Kernel) {
+			if _, err := k.ProposeItem(w.ctx, owner, contractItem("CTR-other", coupledContract(t, "task-other"))); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.canonicalTask(task)
+			env, _ := w.read(task)
+			o := w.options(w.st)
+			var k *authority.Kernel
+			var decisions atomic.Int32
+			newID := o.NewID
+			o.NewID = func(prefix string) string {
+				// A decision names itself once it has read and
+				// evaluated: the change lands right then, the first time.
+				if prefix == "dec-" && decisions.Add(1) == 1 {
+					c.change(t, w, k)
+				}
+				return newID(prefix)
+			}
+			k, err := authority.New(w.ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := k.Submit(w.ctx, proposal(task, refund(1740, subject), env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := decisions.Load(); n != 2 {
+				t.Errorf("the decision was made %d times, want twice", n)
+			}
+			if got := d.GetCapability() != nil; got != c.allowed {
+				t.Errorf("capability issued: %v, want %v: %+v", got, c.allowed, verdictOf(d))
+			}
+			list, err := k.Commitments(w.ctx, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			outstanding := 0
+			for _, cm := range list {
+				if cm.GetStatus() == agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED {
+					outstanding++
+				}
+			}
+			if want := map[bool]int{true: 1}[c.allowed]; outstanding != want {
+				t.Errorf("%d capabilities outstanding, want %d", outstanding, want)
+			}
+		})
+	}
 }
