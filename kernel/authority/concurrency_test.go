@@ -267,22 +267,7 @@ func TestChangeBetweenReadAndAppend(t *testing.T) {
 			w := newWorld(t)
 			w.canonicalTask(task)
 			env, _ := w.read(task)
-			o := w.options(w.st)
-			var k *authority.Kernel
-			var decisions atomic.Int32
-			newID := o.NewID
-			o.NewID = func(prefix string) string {
-				// A decision names itself once it has read and
-				// evaluated: the change lands right then, the first time.
-				if prefix == "dec-" && decisions.Add(1) == 1 {
-					c.change(t, w, k)
-				}
-				return newID(prefix)
-			}
-			k, err := authority.New(w.ctx, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			k, decisions := interrupted(t, w, func(k *authority.Kernel) { c.change(t, w, k) })
 			d, err := k.Submit(w.ctx, proposal(task, refund(1740, subject), env))
 			if err != nil {
 				t.Fatal(err)
@@ -307,5 +292,63 @@ func TestChangeBetweenReadAndAppend(t *testing.T) {
 				t.Errorf("%d capabilities outstanding, want %d", outstanding, want)
 			}
 		})
+	}
+}
+
+// interrupted is a kernel over w's store that runs change once, in the
+// first decision, after it has read and evaluated and before it is
+// appended (when the decision names itself); decisions counts the
+// decisions made.
+func interrupted(t *testing.T, w *world, change func(k *authority.Kernel)) (*authority.Kernel, *atomic.Int32) {
+	t.Helper()
+	o := w.options(w.st)
+	var k *authority.Kernel
+	decisions := new(atomic.Int32)
+	newID := o.NewID
+	o.NewID = func(prefix string) string {
+		if prefix == "dec-" && decisions.Add(1) == 1 {
+			change(k)
+		}
+		return newID(prefix)
+	}
+	k, err := authority.New(w.ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, decisions
+}
+
+// TestSameRequestBetweenReadAndAppend: the same request id is answered by
+// another call while the first is being decided. The first finds the
+// answer when it appends and returns it: one decision, one capability.
+func TestSameRequestBetweenReadAndAppend(t *testing.T) {
+	w := newWorld(t)
+	// Room for both calls: the other's outcome must not depend on the
+	// first, which waits for it (a decision that depends on one in flight
+	// waits for it to finish, and this one never would).
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 10
+		c.Action.MaxCumulativeAmount = nil
+	})
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	p.RequestID = "req-1"
+	var other *authority.Decided
+	k, _ := interrupted(t, w, func(k *authority.Kernel) {
+		var err error
+		if other, err = k.Submit(w.ctx, p); err != nil {
+			t.Errorf("the other call: %v", err)
+		}
+	})
+	d, err := k.Submit(w.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.GetRepeated() || !d.GetRepeated() || d.GetDecisionId() != other.GetDecisionId() {
+		t.Errorf("answers %s (repeated %v) and %s (repeated %v), want the other call's decision, repeated to the first",
+			other.GetDecisionId(), other.GetRepeated(), d.GetDecisionId(), d.GetRepeated())
+	}
+	if list, err := k.Commitments(w.ctx, task); err != nil || len(list) != 1 {
+		t.Errorf("%d commitments (%v), want 1", len(list), err)
 	}
 }
