@@ -249,6 +249,11 @@ func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retr
 			})
 		}
 		figs = append(figs, measureLoop(b, st, durability)...)
+		// Stopped now, not when the benchmark ends: an idle stack's
+		// processes would share the cores with the next one measured.
+		if err := st.Stop(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if base != nil {
 		for _, conc := range []int{1, 16, 64} {
