@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/capability"
@@ -402,12 +403,19 @@ func (k *Kernel) evaluate(p *Proposal, call *toolcall.Call, g *gathered, now tim
 		Call: call, Plan: g.plan, Evidence: receipts(g.evidence), Versions: g.versions, Usage: g.usage,
 		Approved: g.approval != nil, Now: now,
 	})
-	var d evaluate.Decision
-	if err := evaluate.Evaluate(&facts, g.b.eval, now, &d); err != nil {
+	// The evaluator writes into fixed buffers sized for the most reasons
+	// a decision can have (kilobytes); reusing them and keeping only the
+	// reasons found spares the collector that much per decision.
+	scratch := decisions.Get().(*evaluate.Decision)
+	defer decisions.Put(scratch)
+	if err := evaluate.Evaluate(&facts, g.b.eval, now, scratch); err != nil {
 		return nil, nil, refuse(ErrInvalid, "INVALID_REQUEST", "%v", err)
 	}
-	return &facts, &d, nil
+	return &facts, scratch.Clone(), nil
 }
+
+// decisions holds the evaluator's scratch decisions.
+var decisions = sync.Pool{New: func() any { return new(evaluate.Decision) }}
 
 // written is a decision ready to be written: its answer, its signed
 // receipts marshalled for the journal, and the rows it adds.

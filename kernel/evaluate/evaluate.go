@@ -26,6 +26,15 @@ type Decision struct {
 	Outcome Outcome
 	Reasons []Reason
 
+	// buf is the evaluator's working space, allocated on the first
+	// evaluation and reused by later ones into the same Decision; a
+	// Clone leaves it behind, so a decision kept is only its reasons.
+	*buf
+}
+
+// buf holds the reasons found while evaluating, in fixed arrays so that
+// evaluating does not allocate.
+type buf struct {
 	deny, review [maxReasons]Reason
 	nDeny        int
 	nReview      int
@@ -35,6 +44,9 @@ type Decision struct {
 func (d *Decision) reset() {
 	d.Outcome = 0
 	d.Reasons = d.Reasons[:0]
+	if d.buf == nil {
+		d.buf = new(buf)
+	}
 	d.nDeny, d.nReview = 0, 0
 	d.items = d.items[:0]
 }
@@ -211,6 +223,7 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 // self-query and a proposal's self-queries are judged by one rule.
 func OutsideView(c *Contract, asked []string) []string {
 	var d Decision
+	d.reset()
 	return append([]string(nil), d.outside(asked, c.VisibleFacts)...)
 }
 
