@@ -21,7 +21,7 @@ import (
 
 // journalKindCanon marks ledger transitions in the journal; replaying them
 // in order rebuilds the ledger.
-const journalKindCanon = "canon"
+const journalKindCanon = journal.ReplayedKind
 
 // ledger is the authority ledger held in memory: the fold of every canon
 // transition in the journal, with each item's class computed once per

@@ -31,6 +31,28 @@ var Schema = []string{
 	`CREATE INDEX IF NOT EXISTS journal_ref ON journal (ref)`,
 }
 
+// ReplayedKind is the one kind of entry read back by kind: the authority
+// ledger's transitions, replayed at start. Only it is indexed by kind, so
+// the entries every decision, receipt and redemption writes update one
+// index fewer.
+const ReplayedKind = "canon"
+
+// KindIndex replaces the index of every entry by kind with one of the
+// replayed kind's entries alone (schema version 3). Its condition is a
+// literal, as a partial index serves only queries that name it so.
+var KindIndex = []string{
+	`DROP INDEX IF EXISTS journal_kind`,
+	`CREATE INDEX IF NOT EXISTS journal_replayed ON journal (seq) WHERE kind = '` + ReplayedKind + `'`,
+}
+
+// kindIs is the condition selecting entries of kind, and its arguments.
+func kindIs(kind string) (string, []any) {
+	if kind == ReplayedKind {
+		return `kind = '` + ReplayedKind + `'`, nil
+	}
+	return `kind = ?`, []any{kind}
+}
+
 // ErrChain marks a database whose journal is the hash chain of an older
 // kernel.
 var ErrChain = errors.New("the journal is a hash chain written by an older kernel; start on a new database")
@@ -244,15 +266,17 @@ func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, erro
 // ReadKind returns every entry of one kind, in order: replaying the
 // authority ledger needs its transitions, not every decision besides.
 func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
-	return read(ctx, q, `SELECT `+columns+` FROM journal WHERE kind = ? ORDER BY seq`, kind)
+	cond, args := kindIs(kind)
+	return read(ctx, q, `SELECT `+columns+` FROM journal WHERE `+cond+` ORDER BY seq`, args...)
 }
 
 // ReadKindAfter returns up to limit entries of one kind after position
 // after, in order (limit <= 0: all): the ledger's transitions since a
 // snapshot, a page at a time.
 func ReadKindAfter(ctx context.Context, q Querier, kind string, after int64, limit int) ([]Entry, error) {
-	query := `SELECT ` + columns + ` FROM journal WHERE kind = ? AND seq > ? ORDER BY seq`
-	args := []any{kind, after}
+	cond, args := kindIs(kind)
+	query := `SELECT ` + columns + ` FROM journal WHERE ` + cond + ` AND seq > ? ORDER BY seq`
+	args = append(args, after)
 	if limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, limit)

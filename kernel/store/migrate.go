@@ -5,17 +5,21 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
 )
 
 // A migration brings the schema from version-1 to version. Both databases
-// run the same list, recorded in the same schema_version table; the only
-// difference is in column types (postgresTypes).
+// run the same list, recorded in the same schema_version table; they differ
+// only in column types (postgresTypes) and in how SQLite stores a table
+// (sqlite).
 type migration struct {
 	version int
 	stmts   []string
+	// sqlite are statements SQLite alone runs: how its tables are stored.
+	sqlite []string
 }
 
 // migrations, oldest first. Never edit one that has shipped: add the next.
@@ -26,6 +30,51 @@ var migrations = []migration{
 	{version: 1, stmts: append(append([]string{}, journal.Schema...), schema...)},
 	// Snapshots of the authority ledger (snapshot.go).
 	{version: 2, stmts: snapshotSchema},
+	// Fewer pages written per decision: the journal indexes by kind only
+	// the entries replayed by kind, and SQLite keeps capabilities and
+	// usage in their primary key's b-tree instead of beside it.
+	{version: 3, stmts: journal.KindIndex, sqlite: withoutRowid},
+}
+
+// withoutRowid rebuilds capabilities and task_usage as WITHOUT ROWID
+// tables, with the same columns, constraints and indexes.
+var withoutRowid = []string{
+	`CREATE TABLE capabilities_v3 (
+		capability_id       TEXT PRIMARY KEY,
+		decision_id         TEXT NOT NULL,
+		task_id             TEXT NOT NULL,
+		record              TEXT NOT NULL,
+		state_version       TEXT NOT NULL,
+		idempotency_key     TEXT NOT NULL UNIQUE,
+		tool                TEXT NOT NULL,
+		currency            TEXT NOT NULL,
+		amount_minor        INTEGER NOT NULL,
+		status              INTEGER NOT NULL,
+		effect_receipt_id   TEXT NOT NULL DEFAULT '',
+		readback_receipt_id TEXT NOT NULL DEFAULT '',
+		note                TEXT NOT NULL DEFAULT '',
+		issued_at           TEXT NOT NULL,
+		expires_at          TEXT NOT NULL,
+		approval_id         TEXT NOT NULL DEFAULT '',
+		effect_hash         TEXT NOT NULL DEFAULT '',
+		holder              TEXT NOT NULL DEFAULT ''
+	) WITHOUT ROWID`,
+	`INSERT INTO capabilities_v3 (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities`,
+	`DROP TABLE capabilities`,
+	`ALTER TABLE capabilities_v3 RENAME TO capabilities`,
+	`CREATE INDEX capabilities_task ON capabilities (task_id)`,
+	`CREATE INDEX capabilities_outstanding ON capabilities (task_id, expires_at) WHERE status = 1`,
+	`CREATE INDEX capabilities_record ON capabilities (record)`,
+	`CREATE TABLE task_usage_v3 (
+		task_id      TEXT NOT NULL,
+		currency     TEXT NOT NULL,
+		actions      INTEGER NOT NULL,
+		amount_minor INTEGER NOT NULL,
+		PRIMARY KEY (task_id, currency)
+	) WITHOUT ROWID`,
+	`INSERT INTO task_usage_v3 SELECT task_id, currency, actions, amount_minor FROM task_usage`,
+	`DROP TABLE task_usage`,
+	`ALTER TABLE task_usage_v3 RENAME TO task_usage`,
 }
 
 // schemaVersion is the schema version this kernel writes.
@@ -55,6 +104,11 @@ func forPostgres(stmt string) string {
 // migrate applies the migrations db has not recorded, in one transaction,
 // and refuses a database written by a newer kernel.
 func migrate(ctx context.Context, db *sql.DB, pg bool) error {
+	return migrateTo(ctx, db, pg, schemaVersion())
+}
+
+// migrateTo applies the migrations up to version to.
+func migrateTo(ctx context.Context, db *sql.DB, pg bool, to int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -79,10 +133,14 @@ func migrate(ctx context.Context, db *sql.DB, pg bool) error {
 		return fmt.Errorf("migrate: the database's schema is version %d, newer than this kernel's %d: run a kernel at least as new", have, schemaVersion())
 	}
 	for _, m := range migrations {
-		if m.version <= have {
+		if m.version <= have || m.version > to {
 			continue
 		}
-		for _, stmt := range m.stmts {
+		stmts := m.stmts
+		if !pg {
+			stmts = append(slices.Clone(stmts), m.sqlite...)
+		}
+		for _, stmt := range stmts {
 			if pg {
 				stmt = forPostgres(stmt)
 			}

@@ -621,11 +621,11 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	_ = s.Close()
 	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
-		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 2") {
-		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 2", err)
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 3") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 3", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 3 {
-		t.Errorf("schema_version rows = %d, %v; want the 3 there were", n, err)
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("schema_version rows = %d, %v; want the 4 there were", n, err)
 	}
 }

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/journal"
+)
+
+// TestMigrateToVersion3 opens a database a version-2 kernel wrote: its
+// capabilities, usage and journal survive the rebuild of their tables, the
+// ledger's entries are still read back by kind, and through the index
+// that now holds them alone.
+func TestMigrateToVersion3(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "k.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrateTo(ctx, db, false, 2); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, e := range []struct{ kind, ref string }{{"canon", "CTR-1"}, {"decision", "dec-1"}, {"canon", "CTR-2"}, {"capability", "cap-1"}} {
+		if _, err := journal.Append(ctx, db, at, e.kind, e.ref, []byte(e.ref)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		"cap-1", "dec-1", "task-1", "claims/C-1", "v1", "idem-1", "refund", "GBP", 1740, 1, "", "", "", ts(at), ts(at.Add(time.Hour)), "", "h", "agent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 1, 1740)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, path, DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var c Capability
+	if err := s.View(ctx, func(tx Tx) error { c, err = tx.Capability("cap-1"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if c.TaskID != "task-1" || c.IdempotencyKey != "idem-1" || c.AmountMinor != 1740 || !c.ExpiresAt.Equal(at.Add(time.Hour)) || c.Holder != "agent" {
+		t.Errorf("capability after the migration = %+v", c)
+	}
+	if n, sum := s.Usage("task-1", "GBP"); n != 1 || sum != 1740 {
+		t.Errorf("usage after the migration = %d, %d; want 1, 1740", n, sum)
+	}
+	canon, err := s.EntriesOfKind(ctx, journal.ReplayedKind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(canon) != 2 || canon[0].Ref != "CTR-1" || canon[1].Ref != "CTR-2" {
+		t.Errorf("canon entries after the migration = %+v, want CTR-1 and CTR-2", canon)
+	}
+	after, err := s.EntriesOfKindAfter(ctx, journal.ReplayedKind, 1, 0)
+	if err != nil || len(after) != 1 || after[0].Ref != "CTR-2" {
+		t.Errorf("canon entries after position 1 = %+v, %v; want CTR-2", after, err)
+	}
+	if decisions, err := s.EntriesOfKind(ctx, "decision"); err != nil || len(decisions) != 1 || decisions[0].Ref != "dec-1" {
+		t.Errorf("decision entries = %+v, %v; want dec-1", decisions, err)
+	}
+
+	for _, table := range []string{"capabilities", "task_usage"} {
+		var ddl string
+		if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
+			t.Errorf("%s is %s, want a WITHOUT ROWID table", table, ddl)
+		}
+	}
+	var indexes []string
+	rows, err := s.ro.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, name)
+	}
+	rows.Close()
+	for _, want := range []string{"capabilities_outstanding", "capabilities_record", "capabilities_task", "journal_ref", "journal_replayed"} {
+		if !strings.Contains(strings.Join(indexes, " "), want) {
+			t.Errorf("indexes %v lack %s", indexes, want)
+		}
+	}
+	if strings.Contains(strings.Join(indexes, " "), "journal_kind") {
+		t.Errorf("indexes %v still hold journal_kind", indexes)
+	}
+	// The condition journal.ReadKind writes for the ledger's kind.
+	var plan strings.Builder
+	prows, err := s.ro.Query(`EXPLAIN QUERY PLAN SELECT seq FROM journal WHERE kind = '` + journal.ReplayedKind + `' ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := prows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "; ")
+	}
+	prows.Close()
+	if !strings.Contains(plan.String(), "journal_replayed") {
+		t.Errorf("reading the ledger's entries plans %q, want the journal_replayed index", plan.String())
+	}
+}
