@@ -32,9 +32,24 @@ var migrations = []migration{
 	{version: 2, stmts: snapshotSchema},
 	// Fewer pages written per decision: the journal indexes by kind only
 	// the entries replayed by kind, and SQLite keeps capabilities and
-	// usage in their primary key's b-tree instead of beside it.
-	{version: 3, stmts: journal.KindIndex, sqlite: withoutRowid},
+	// usage in their primary key's b-tree instead of beside it. Watching
+	// records reads what is recent or open, not the whole history.
+	{version: 3, stmts: append(slices.Clone(journal.KindIndex), watchIndexes...), sqlite: withoutRowid},
 }
+
+// watchIndexes serve the records to watch: those seen or read lately and
+// those outstanding capabilities or open approvals depend on.
+var watchIndexes = []string{
+	`DROP INDEX IF EXISTS capabilities_record`,
+	capabilitiesRecord,
+	`CREATE INDEX IF NOT EXISTS records_seen ON records (seen_at)`,
+	`CREATE INDEX IF NOT EXISTS evidence_read ON evidence (read_at)`,
+	`CREATE INDEX IF NOT EXISTS approvals_open ON approvals (record) WHERE ` + isOpenApproval,
+}
+
+// capabilitiesRecord indexes outstanding capabilities by the record they
+// depend on: what a change of that record revokes.
+var capabilitiesRecord = `CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record) WHERE ` + isOutstanding
 
 // withoutRowid rebuilds capabilities and task_usage as WITHOUT ROWID
 // tables, with the same columns, constraints and indexes.
@@ -64,7 +79,7 @@ var withoutRowid = []string{
 	`ALTER TABLE capabilities_v3 RENAME TO capabilities`,
 	`CREATE INDEX capabilities_task ON capabilities (task_id)`,
 	`CREATE INDEX capabilities_outstanding ON capabilities (task_id, expires_at) WHERE status = 1`,
-	`CREATE INDEX capabilities_record ON capabilities (record)`,
+	capabilitiesRecord,
 	`CREATE TABLE task_usage_v3 (
 		task_id      TEXT NOT NULL,
 		currency     TEXT NOT NULL,

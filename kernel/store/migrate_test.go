@@ -97,10 +97,14 @@ func TestMigrateToVersion3(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	rows.Close()
-	for _, want := range []string{"capabilities_outstanding", "capabilities_record", "capabilities_task", "journal_ref", "journal_replayed"} {
+	for _, want := range []string{"approvals_open", "capabilities_outstanding", "capabilities_record", "capabilities_task", "evidence_read", "journal_ref", "journal_replayed", "records_seen"} {
 		if !strings.Contains(strings.Join(indexes, " "), want) {
 			t.Errorf("indexes %v lack %s", indexes, want)
 		}
+	}
+	var ddl string
+	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'capabilities_record'`).Scan(&ddl); err != nil || !strings.HasSuffix(ddl, isOutstanding) {
+		t.Errorf("capabilities_record is %q (%v), want outstanding capabilities alone", ddl, err)
 	}
 	if strings.Contains(strings.Join(indexes, " "), "journal_kind") {
 		t.Errorf("indexes %v still hold journal_kind", indexes)
@@ -122,5 +126,50 @@ func TestMigrateToVersion3(t *testing.T) {
 	prows.Close()
 	if !strings.Contains(plan.String(), "journal_replayed") {
 		t.Errorf("reading the ledger's entries plans %q, want the journal_replayed index", plan.String())
+	}
+}
+
+// TestWatchAndRevokeReadIndexes: the queries a watch poll, a revocation
+// and a decision's expiry check run read only indexes of what is recent or
+// open. A scan of a whole table would cost every poll as much as the
+// store's history.
+func TestWatchAndRevokeReadIndexes(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	queries := map[string]string{"watched": watchedQuery, "watched of an agent": watchedOfAgentQuery, "due": dueQuery}
+	for name, keys := range map[string][2]string{"outstanding on a record": {"claims/C-1", ""}, "outstanding of a task": {"", "task-1"}, "outstanding on both": {"claims/C-1", "task-1"}} {
+		queries[name], _ = outstandingQuery(keys[0], keys[1])
+	}
+	for name, q := range queries {
+		args := make([]any, strings.Count(q, "?"))
+		for i := range args {
+			args[i] = "x"
+		}
+		rows, err := s.ro.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var steps []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, detail)
+		}
+		rows.Close()
+		for _, step := range steps {
+			if (strings.HasPrefix(step, "SCAN ") || strings.HasPrefix(step, "SEARCH ")) && !strings.Contains(step, "INDEX") && !strings.Contains(step, "PRIMARY KEY") {
+				t.Errorf("%s reads a whole table: %q in %q", name, step, steps)
+			}
+		}
+		if len(steps) == 0 {
+			t.Errorf("%s: no plan", name)
+		}
 	}
 }

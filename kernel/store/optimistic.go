@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
-	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 )
 
 // An exclusive store (the embedded SQLite database, which only this
@@ -191,8 +190,7 @@ func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
 // written into the query, not bound: only then may SQLite read the partial
 // index of outstanding capabilities instead of every capability ever issued.
 func (s *Store) loadEarliest(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT task_id, MIN(expires_at) FROM capabilities WHERE status = %d GROUP BY task_id`,
-		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED))
+	rows, err := db.QueryContext(ctx, `SELECT task_id, MIN(expires_at) FROM capabilities WHERE `+isOutstanding+` GROUP BY task_id`)
 	if err != nil {
 		return fmt.Errorf("load capability expiries: %w", err)
 	}

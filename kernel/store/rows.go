@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/capability"
@@ -334,14 +335,16 @@ func (t *txn) ExpireDue(taskID string, now time.Time) error {
 	return nil
 }
 
+// dueQuery selects a task's outstanding capabilities past their expiry.
+var dueQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id = ? AND ` + isOutstanding + ` AND expires_at < ?`
+
 // Due lists a task's unredeemed capabilities past their expiry at now:
 // those ExpireDue would mark.
 func (t *txn) Due(taskID string, now time.Time) ([]Capability, error) {
 	if t.cached() && t.noneDue(taskID, now) {
 		return nil, nil
 	}
-	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
-		WHERE task_id = ? AND status = ? AND expires_at < ?`, taskID, agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, ts(now))
+	rows, err := t.QueryContext(t.ctx, dueQuery, taskID, ts(now))
 	if err != nil {
 		return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
 	}
@@ -406,12 +409,32 @@ func (t *txn) Request(taskID, requestID string) (Request, error) {
 	return r, nil
 }
 
+// outstandingQuery selects the outstanding capabilities on record or of
+// taskID (those non-empty): one search per key, each on its index of
+// outstanding capabilities.
+func outstandingQuery(record, taskID string) (string, []any) {
+	var parts []string
+	var args []any
+	for _, by := range [...]struct{ col, v string }{{"record", record}, {"task_id", taskID}} {
+		if by.v != "" {
+			parts = append(parts, `SELECT `+capabilityColumns+` FROM capabilities WHERE `+isOutstanding+` AND `+by.col+` = ?`)
+			args = append(args, by.v)
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return strings.Join(parts, ` UNION `) + ` ORDER BY issued_at, capability_id`, args
+}
+
 // Outstanding lists capabilities not yet redeemed, for a record or for a
 // task (whichever is non-empty).
 func (t *txn) Outstanding(record, taskID string) ([]Capability, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities
-		WHERE status = ? AND ((? != '' AND record = ?) OR (? != '' AND task_id = ?)) ORDER BY issued_at`,
-		agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, record, record, taskID, taskID)
+	query, args := outstandingQuery(record, taskID)
+	if query == "" {
+		return nil, nil
+	}
+	rows, err := t.QueryContext(t.ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outstanding capabilities: %w", err)
 	}
@@ -507,30 +530,33 @@ func (t *txn) approvals(where string, args ...any) ([]Approval, error) {
 	return out, rows.Err()
 }
 
+// The records to watch, of every agent's tasks or of one agent's (what its
+// tasks read, or depend on). Each part reads an index of what is recent or
+// open, never the whole history.
+var (
+	watchedQuery = `
+		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
+		UNION SELECT record FROM capabilities WHERE ` + isOutstanding + ` AND record != ''
+		UNION SELECT record FROM approvals WHERE ` + isOpenApproval + ` AND record != ''
+		ORDER BY 1`
+	watchedOfAgentQuery = `
+		SELECT e.source || '/' || e.record_key FROM evidence e JOIN tasks k ON k.task_id = e.task_id WHERE k.agent = ? AND e.read_at >= ?
+		UNION SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
+		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''
+		ORDER BY 1`
+)
+
 // WatchedRecords lists ("source/key") the records whose changes still
 // matter: those read or noted since since, and those that outstanding
 // capabilities or open approvals depend on; of every agent's tasks, or of
 // one agent's.
 func (t *txn) WatchedRecords(since time.Time, agent string) ([]string, error) {
-	authorised, pending, approved := agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
-		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED
 	var rows *sql.Rows
 	var err error
 	if agent == "" {
-		rows, err = t.QueryContext(t.ctx, `
-		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
-		UNION SELECT record FROM capabilities WHERE status = ? AND record != ''
-		UNION SELECT record FROM approvals WHERE state IN (?, ?) AND record != ''
-		ORDER BY 1`,
-			ts(since), authorised, pending, approved)
+		rows, err = t.QueryContext(t.ctx, watchedQuery, ts(since))
 	} else {
-		// One agent's: what its tasks read, or depend on.
-		rows, err = t.QueryContext(t.ctx, `
-		SELECT e.source || '/' || e.record_key FROM evidence e JOIN tasks k ON k.task_id = e.task_id WHERE k.agent = ? AND e.read_at >= ?
-		UNION SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.status = ? AND c.record != ''
-		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.state IN (?, ?) AND a.record != ''
-		ORDER BY 1`,
-			agent, ts(since), agent, authorised, agent, pending, approved)
+		rows, err = t.QueryContext(t.ctx, watchedOfAgentQuery, agent, ts(since), agent, agent)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
@@ -28,6 +30,15 @@ type Durability string
 const (
 	DurabilityFull   Durability = "full"
 	DurabilityNormal Durability = "normal"
+)
+
+// isOutstanding is the condition of a capability authorised and not yet
+// redeemed, and isOpenApproval of an approval still to be used. Queries
+// write them as literals, not bound values: only then may a database read
+// the partial indexes on them instead of every row ever written.
+var (
+	isOutstanding  = fmt.Sprintf("status = %d", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED)
+	isOpenApproval = fmt.Sprintf("state IN (%d, %d)", kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)
 )
 
 var schema = []string{
