@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"slices"
@@ -51,75 +50,233 @@ func Parse(tool, argumentsJSON string) (*Call, error) {
 }
 
 // Decode reads one JSON value strictly (see [Parse]); numbers are
-// json.Number.
+// json.Number. It reads the bytes once, without the token decoder's
+// allocations; a string with escapes or non-ASCII bytes is unquoted by
+// encoding/json, so strings mean exactly what they do there.
 func Decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	nodes := 0
-	v, err := decodeValue(dec, 0, &nodes, "")
+	d := decoder{data: data}
+	v, err := d.value(0, "")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if d.space(); d.i < len(d.data) {
 		return nil, fmt.Errorf("%w: data after the JSON value", ErrInvalid)
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, depth int, nodes *int, path string) (any, error) {
+// decoder is a strict reader of one JSON value.
+type decoder struct {
+	data  []byte
+	i     int
+	nodes int
+}
+
+func (d *decoder) space() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) syntax(what string) error {
+	if d.i >= len(d.data) {
+		return fmt.Errorf("%w: unexpected end of JSON input", ErrInvalid)
+	}
+	return fmt.Errorf("%w: invalid character %q %s at offset %d", ErrInvalid, d.data[d.i], what, d.i)
+}
+
+func (d *decoder) value(depth int, path string) (any, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("%w: nested deeper than %d at %s", ErrInvalid, maxDepth, pathOr(path))
 	}
-	if *nodes++; *nodes > maxNodes {
+	if d.nodes++; d.nodes > maxNodes {
 		return nil, fmt.Errorf("%w: more than %d values", ErrInvalid, maxNodes)
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	d.space()
+	if d.i >= len(d.data) {
+		return nil, d.syntax("")
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-				}
-				key := kt.(string) // the decoder only yields string keys here
-				child := path + "." + key
-				if _, dup := obj[key]; dup {
-					return nil, fmt.Errorf("%w: duplicate key %s", ErrInvalid, strings.TrimPrefix(child, "."))
-				}
-				v, err := decodeValue(dec, depth+1, nodes, child)
-				if err != nil {
-					return nil, err
-				}
-				obj[key] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for i := 0; dec.More(); i++ {
-				v, err := decodeValue(dec, depth+1, nodes, fmt.Sprintf("%s[%d]", path, i))
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-			}
-			return arr, nil
+	switch c := d.data[d.i]; {
+	case c == '{':
+		return d.object(depth, path)
+	case c == '[':
+		return d.array(depth, path)
+	case c == '"':
+		return d.str()
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	case c == 't':
+		return true, d.literal("true")
+	case c == 'f':
+		return false, d.literal("false")
+	case c == 'n':
+		return nil, d.literal("null")
+	}
+	return nil, d.syntax("looking for beginning of value")
+}
+
+func (d *decoder) literal(word string) error {
+	if !bytes.HasPrefix(d.data[d.i:], []byte(word)) {
+		for k := 0; k < len(word) && d.i < len(d.data) && d.data[d.i] == word[k]; k++ {
+			d.i++
 		}
-		return nil, fmt.Errorf("%w: unexpected %v at %s", ErrInvalid, t, pathOr(path))
-	default:
-		return t, nil // string, bool, nil or json.Number
+		return d.syntax("in literal " + word)
 	}
+	d.i += len(word)
+	return nil
+}
+
+func (d *decoder) object(depth int, path string) (any, error) {
+	d.i++ // {
+	obj := map[string]any{}
+	d.space()
+	if d.i < len(d.data) && d.data[d.i] == '}' {
+		d.i++
+		return obj, nil
+	}
+	for {
+		d.space()
+		if d.i >= len(d.data) || d.data[d.i] != '"' {
+			return nil, d.syntax("looking for beginning of object key string")
+		}
+		key, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		child := path + "." + key
+		if _, dup := obj[key]; dup {
+			return nil, fmt.Errorf("%w: duplicate key %s", ErrInvalid, strings.TrimPrefix(child, "."))
+		}
+		if d.space(); d.i >= len(d.data) || d.data[d.i] != ':' {
+			return nil, d.syntax("after object key")
+		}
+		d.i++
+		v, err := d.value(depth+1, child)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = v
+		d.space()
+		if d.i >= len(d.data) {
+			return nil, d.syntax("")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return obj, nil
+		default:
+			return nil, d.syntax("after object key:value pair")
+		}
+	}
+}
+
+func (d *decoder) array(depth int, path string) (any, error) {
+	d.i++ // [
+	arr := []any{}
+	d.space()
+	if d.i < len(d.data) && d.data[d.i] == ']' {
+		d.i++
+		return arr, nil
+	}
+	for n := 0; ; n++ {
+		v, err := d.value(depth+1, path+"["+strconv.Itoa(n)+"]")
+		if err != nil {
+			return nil, err
+		}
+		arr = append(arr, v)
+		d.space()
+		if d.i >= len(d.data) {
+			return nil, d.syntax("")
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return arr, nil
+		default:
+			return nil, d.syntax("after array element")
+		}
+	}
+}
+
+// str reads a string. Printable ASCII without escapes is taken as it is;
+// anything else is unquoted by encoding/json.
+func (d *decoder) str() (string, error) {
+	start := d.i
+	d.i++ // "
+	plain := true
+	for d.i < len(d.data) {
+		switch c := d.data[d.i]; {
+		case c == '"':
+			d.i++
+			if plain {
+				return string(d.data[start+1 : d.i-1]), nil
+			}
+			var s string
+			if err := json.Unmarshal(d.data[start:d.i], &s); err != nil {
+				return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+			}
+			return s, nil
+		case c == '\\':
+			plain = false
+			d.i += 2
+		case c < 0x20:
+			return "", d.syntax("in string literal")
+		default:
+			if c >= 0x80 {
+				plain = false
+			}
+			d.i++
+		}
+	}
+	d.i = len(d.data)
+	return "", d.syntax("")
+}
+
+// number reads a number by JSON's grammar, kept exactly as written.
+func (d *decoder) number() (any, error) {
+	start := d.i
+	digits := func() int {
+		n := 0
+		for d.i < len(d.data) && d.data[d.i] >= '0' && d.data[d.i] <= '9' {
+			d.i++
+			n++
+		}
+		return n
+	}
+	if d.data[d.i] == '-' {
+		d.i++
+	}
+	switch {
+	case d.i < len(d.data) && d.data[d.i] == '0':
+		d.i++
+	case digits() == 0:
+		return nil, d.syntax("in numeric literal")
+	}
+	if d.i < len(d.data) && d.data[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return nil, d.syntax("after decimal point in numeric literal")
+		}
+	}
+	if d.i < len(d.data) && (d.data[d.i] == 'e' || d.data[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.data) && (d.data[d.i] == '+' || d.data[d.i] == '-') {
+			d.i++
+		}
+		if digits() == 0 {
+			return nil, d.syntax("in exponent of numeric literal")
+		}
+	}
+	return json.Number(d.data[start:d.i]), nil
 }
 
 func pathOr(p string) string {
@@ -180,10 +337,27 @@ func writeCanonical(b *bytes.Buffer, v any) {
 }
 
 func writeString(b *bytes.Buffer, s string) {
+	if printable(s) {
+		// What encoding/json writes for it, without its encoder.
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	b.Truncate(b.Len() - 1) // Encode ends with a newline
+}
+
+// printable reports whether s is printable ASCII that needs no escape.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Canonical is the call's arguments in canonical form: what a capability
