@@ -10,6 +10,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -138,8 +139,25 @@ var callFieldNames = map[string]string{
 }
 
 // callLogger adapts a zap logger to go-grpc-middleware's logging.
+// zapLevel is the zap level of a call's log level.
+func zapLevel(lvl logging.Level) zapcore.Level {
+	switch lvl {
+	case logging.LevelDebug:
+		return zapcore.DebugLevel
+	case logging.LevelInfo:
+		return zapcore.InfoLevel
+	case logging.LevelWarn:
+		return zapcore.WarnLevel
+	default:
+		return zapcore.ErrorLevel
+	}
+}
+
 func callLogger(log *zap.Logger) logging.Logger {
 	return logging.LoggerFunc(func(_ context.Context, lvl logging.Level, msg string, fields ...any) {
+		if !log.Core().Enabled(zapLevel(lvl)) {
+			return // most calls: a success logged at debug
+		}
 		out := make([]zap.Field, 0, len(fields)/2)
 		var service, method string
 		for i := 0; i+1 < len(fields); i += 2 {
@@ -160,16 +178,7 @@ func callLogger(log *zap.Logger) logging.Logger {
 			out = append(out, zap.Any(strings.ReplaceAll(key, ".", "_"), fields[i+1]))
 		}
 		out = append(out, zap.String("method", "/"+service+"/"+method))
-		switch lvl {
-		case logging.LevelDebug:
-			log.Debug("call", out...)
-		case logging.LevelInfo:
-			log.Info("call", out...)
-		case logging.LevelWarn:
-			log.Warn("call", out...)
-		default:
-			log.Error("call", out...)
-		}
+		log.Log(zapLevel(lvl), "call", out...)
 	})
 }
 

@@ -30,10 +30,16 @@ type Listener struct {
 // GracefulStop so in-flight calls finish, and Stop once grace has passed to
 // bound the wait. Run returns after every server has stopped: the first
 // serve error, or nil on a clean shutdown. Run owns the servers: they are
-// stopped when it returns, also when binding fails.
+// stopped when it returns, also when the listeners are refused or binding
+// fails.
 func Run(ctx context.Context, log *zap.Logger, grace time.Duration, ready func(map[string]string), ls ...Listener) error {
 	servers, err := checkListeners(ls)
 	if err != nil {
+		for _, l := range ls {
+			if l.Server != nil {
+				l.Server.GRPC.Stop()
+			}
+		}
 		return err
 	}
 	lis := make([]net.Listener, 0, len(ls))
