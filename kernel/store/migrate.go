@@ -54,26 +54,7 @@ var capabilitiesRecord = `CREATE INDEX IF NOT EXISTS capabilities_record ON capa
 // withoutRowid rebuilds capabilities and task_usage as WITHOUT ROWID
 // tables, with the same columns, constraints and indexes.
 var withoutRowid = []string{
-	`CREATE TABLE capabilities_v3 (
-		capability_id       TEXT PRIMARY KEY,
-		decision_id         TEXT NOT NULL,
-		task_id             TEXT NOT NULL,
-		record              TEXT NOT NULL,
-		state_version       TEXT NOT NULL,
-		idempotency_key     TEXT NOT NULL UNIQUE,
-		tool                TEXT NOT NULL,
-		currency            TEXT NOT NULL,
-		amount_minor        INTEGER NOT NULL,
-		status              INTEGER NOT NULL,
-		effect_receipt_id   TEXT NOT NULL DEFAULT '',
-		readback_receipt_id TEXT NOT NULL DEFAULT '',
-		note                TEXT NOT NULL DEFAULT '',
-		issued_at           TEXT NOT NULL,
-		expires_at          TEXT NOT NULL,
-		approval_id         TEXT NOT NULL DEFAULT '',
-		effect_hash         TEXT NOT NULL DEFAULT '',
-		holder              TEXT NOT NULL DEFAULT ''
-	) WITHOUT ROWID`,
+	`CREATE TABLE capabilities_v3 (` + capabilityTable + `) WITHOUT ROWID`,
 	`INSERT INTO capabilities_v3 (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities`,
 	`DROP TABLE capabilities`,
 	`ALTER TABLE capabilities_v3 RENAME TO capabilities`,

@@ -41,6 +41,28 @@ var (
 	isOpenApproval = fmt.Sprintf("state IN (%d, %d)", kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)
 )
 
+// capabilityTable is the capability row's columns and constraints.
+const capabilityTable = `
+		capability_id       TEXT PRIMARY KEY,
+		decision_id         TEXT NOT NULL,
+		task_id             TEXT NOT NULL,
+		record              TEXT NOT NULL,
+		state_version       TEXT NOT NULL,
+		idempotency_key     TEXT NOT NULL UNIQUE,
+		tool                TEXT NOT NULL,
+		currency            TEXT NOT NULL,
+		amount_minor        INTEGER NOT NULL,
+		status              INTEGER NOT NULL,
+		effect_receipt_id   TEXT NOT NULL DEFAULT '',
+		readback_receipt_id TEXT NOT NULL DEFAULT '',
+		note                TEXT NOT NULL DEFAULT '',
+		issued_at           TEXT NOT NULL,
+		expires_at          TEXT NOT NULL,
+		approval_id         TEXT NOT NULL DEFAULT '',
+		effect_hash         TEXT NOT NULL DEFAULT '',
+		holder              TEXT NOT NULL DEFAULT ''
+`
+
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS tasks (
 		task_id          TEXT PRIMARY KEY,
@@ -64,26 +86,7 @@ var schema = []string{
 		state_version TEXT NOT NULL,
 		read_at       TEXT NOT NULL
 	)`,
-	`CREATE TABLE IF NOT EXISTS capabilities (
-		capability_id       TEXT PRIMARY KEY,
-		decision_id         TEXT NOT NULL,
-		task_id             TEXT NOT NULL,
-		record              TEXT NOT NULL,
-		state_version       TEXT NOT NULL,
-		idempotency_key     TEXT NOT NULL UNIQUE,
-		tool                TEXT NOT NULL,
-		currency            TEXT NOT NULL,
-		amount_minor        INTEGER NOT NULL,
-		status              INTEGER NOT NULL,
-		effect_receipt_id   TEXT NOT NULL DEFAULT '',
-		readback_receipt_id TEXT NOT NULL DEFAULT '',
-		note                TEXT NOT NULL DEFAULT '',
-		issued_at           TEXT NOT NULL,
-		expires_at          TEXT NOT NULL,
-		approval_id         TEXT NOT NULL DEFAULT '',
-		effect_hash         TEXT NOT NULL DEFAULT '',
-		holder              TEXT NOT NULL DEFAULT ''
-	)`,
+	`CREATE TABLE IF NOT EXISTS capabilities (` + capabilityTable + `)`,
 	// Answers to proposals submitted with a request id, so that a repeat
 	// gets the first answer instead of a second decision.
 	`CREATE TABLE IF NOT EXISTS requests (

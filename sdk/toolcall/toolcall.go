@@ -161,18 +161,8 @@ func (d *decoder) object(depth int, path string) (any, error) {
 			return nil, err
 		}
 		obj[key] = v
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, d.syntax("")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return obj, nil
-		default:
-			return nil, d.syntax("after object key:value pair")
+		if done, err := d.next('}', "after object key:value pair"); done || err != nil {
+			return obj, err
 		}
 	}
 }
@@ -191,20 +181,27 @@ func (d *decoder) array(depth int, path string) (any, error) {
 			return nil, err
 		}
 		arr = append(arr, v)
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, d.syntax("")
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return arr, nil
-		default:
-			return nil, d.syntax("after array element")
+		if done, err := d.next(']', "after array element"); done || err != nil {
+			return arr, err
 		}
 	}
+}
+
+// next reads what follows a member: a comma, or close ending the object or
+// array (done).
+func (d *decoder) next(close byte, after string) (done bool, err error) {
+	d.space()
+	switch {
+	case d.i >= len(d.data):
+		return false, d.syntax("")
+	case d.data[d.i] == ',':
+		d.i++
+		return false, nil
+	case d.data[d.i] == close:
+		d.i++
+		return true, nil
+	}
+	return false, d.syntax(after)
 }
 
 // str reads a string. Printable ASCII without escapes is taken as it is;
