@@ -2,11 +2,8 @@ package action
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,11 +19,8 @@ import (
 type StateCheck struct {
 	version *expr.Program
 
-	// sql: db is the table's database; read selects the declared columns
-	// of the rows with a key, probe one key.
-	db          *sql.DB
-	columns     []string
-	read, probe string
+	// sql: the table, read by key.
+	table *sqldb.KeyedTable
 
 	// mcp: the tool is called with {keyArg: key}.
 	mcp *mcpStateReader
@@ -43,53 +37,11 @@ func openStateCheck(ctx context.Context, path string, c *compiledCheck) (*StateC
 			server: c.mcp.Server, tool: c.mcp.Tool, keyArg: c.mcp.KeyArgument, timeout: c.mcp.Timeout.D(DefaultExecutorTimeout),
 		}}, nil
 	}
-	cfg := c.sql
-	p := path + ".sql"
-	db, err := sqldb.OpenReadOnly(cfg.Database)
+	table, err := sqldb.OpenKeyedTable(ctx, path+".sql", c.sql.Database, c.sql.Table, c.sql.Key, c.sql.Columns)
 	if err != nil {
-		return nil, fmt.Errorf("%s.database: %w", p, err)
-	}
-	if err := checkSourceTable(ctx, db, p, cfg); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	// The stored values, as the evidence adapter reads them, whatever the
-	// columns' declared types. Qualified, a column dropped or renamed
-	// since is an error, not its own name read as a string.
-	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", p, sqldb.Redact(cfg.Database), err)
-	}
-	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
-	return &StateCheck{
-		db:      db,
-		columns: slices.Clone(cfg.Columns),
-		version: c.version,
-		// LIMIT 2: a key that matches two rows names no one record.
-		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "), table, key),
-		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", key, table),
-	}, nil
-}
-
-func checkSourceTable(ctx context.Context, db *sql.DB, path string, cfg *SQLStateCheck) error {
-	have, err := sqldb.TableColumns(ctx, db, cfg.Table)
-	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
-	}
-	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
-	}
-	var errs []error
-	if !sqldb.HasColumn(have, cfg.Key) {
-		errs = append(errs, fmt.Errorf("%s.key: table %q has no column %q", path, cfg.Table, cfg.Key))
-	}
-	for i, col := range cfg.Columns {
-		if !sqldb.HasColumn(have, col) {
-			errs = append(errs, fmt.Errorf("%s.columns[%d]: table %q has no column %q", path, i, cfg.Table, col))
-		}
-	}
-	return errors.Join(errs...)
+	return &StateCheck{table: table, version: c.version}, nil
 }
 
 // Version returns the state version of the record with key; found is
@@ -119,33 +71,11 @@ func (s *StateCheck) Version(ctx context.Context, key string) (version string, f
 // row reads the declared columns of the row with key; nil when there is
 // none.
 func (s *StateCheck) row(ctx context.Context, key string) (map[string]any, error) {
-	rows, err := s.db.QueryContext(ctx, s.read, key)
-	if err != nil {
-		return nil, err
+	record, err := s.table.Row(ctx, key)
+	for col, v := range record {
+		record[col] = plainSQL(v)
 	}
-	defer func() { _ = rows.Close() }()
-	var record map[string]any
-	for n := 0; rows.Next(); n++ {
-		if n > 0 {
-			return nil, fmt.Errorf("key %q matches more than one row", key)
-		}
-		dest := make([]any, len(s.columns))
-		ptrs := make([]any, len(dest))
-		for i := range dest {
-			ptrs[i] = &dest[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		record = make(map[string]any, len(dest))
-		for i, col := range s.columns {
-			record[col] = plainSQL(dest[i])
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return record, nil
+	return record, err
 }
 
 // Check reads the table of an sql check; for an mcp check it reports the
@@ -155,7 +85,7 @@ func (s *StateCheck) Check(ctx context.Context) error {
 	if s.mcp != nil {
 		return s.mcp.check()
 	}
-	return probe(ctx, s.db, s.probe)
+	return s.table.Check(ctx)
 }
 
 // Close closes the database, or ends the session.
@@ -163,7 +93,7 @@ func (s *StateCheck) Close() error {
 	if s.mcp != nil {
 		return s.mcp.close()
 	}
-	return s.db.Close()
+	return s.table.Close()
 }
 
 // mcpStateReader reads a record through a read-only MCP tool.

@@ -2,23 +2,16 @@ package evidence
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // SQLConnector reads rows of one table. It is safe for concurrent use.
 type SQLConnector struct {
-	db      *sql.DB
-	columns []string
-	shape   shape
-	// read selects the declared columns of the rows with a key; probe
-	// selects one key.
-	read, probe string
+	table *sqldb.KeyedTable
+	shape shape
 }
 
 var _ Connector = (*SQLConnector)(nil)
@@ -34,99 +27,32 @@ func OpenSQL(ctx context.Context, path string, cfg SQLSource) (*SQLConnector, er
 	if err != nil {
 		return nil, fmt.Errorf("%s.state_version: %w", path, err)
 	}
-	db, err := sqldb.OpenReadOnly(cfg.Database)
+	table, err := sqldb.OpenKeyedTable(ctx, path, cfg.Database, cfg.Table, cfg.Key, cfg.Columns)
 	if err != nil {
-		return nil, fmt.Errorf("%s.database: %w", path, err)
-	}
-	if err := checkTable(ctx, db, path, cfg); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	// The stored values, not the driver's reading of the declared types.
-	// Qualified, a column dropped after the start is an error, not its
-	// own name.
-	sel, err := sqldb.Selects(ctx, db, cfg.Table, cfg.Columns)
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
-	}
-	table, key := sqldb.Ident(cfg.Table), sqldb.Column(cfg.Table, cfg.Key)
-	return &SQLConnector{
-		db:      db,
-		columns: slices.Clone(cfg.Columns),
-		shape:   shape{subject: cfg.Subject, stateVersion: version},
-		// LIMIT 2: a key that matches two rows names no one record.
-		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "), table, key),
-		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", key, table),
-	}, nil
-}
-
-func checkTable(ctx context.Context, db *sql.DB, path string, cfg SQLSource) error {
-	have, err := sqldb.TableColumns(ctx, db, cfg.Table)
-	if err != nil {
-		return fmt.Errorf("%s.database: %s cannot be read: %w", path, sqldb.Redact(cfg.Database), err)
-	}
-	if len(have) == 0 {
-		return fmt.Errorf("%s.table: %s has no table %q", path, sqldb.Redact(cfg.Database), cfg.Table)
-	}
-	var errs []error
-	if !sqldb.HasColumn(have, cfg.Key) {
-		errs = append(errs, fmt.Errorf("%s.key: table %q has no column %q", path, cfg.Table, cfg.Key))
-	}
-	for i, c := range cfg.Columns {
-		if !sqldb.HasColumn(have, c) {
-			errs = append(errs, fmt.Errorf("%s.columns[%d]: table %q has no column %q", path, i, cfg.Table, c))
-		}
-	}
-	return errors.Join(errs...)
+	return &SQLConnector{table: table, shape: shape{subject: cfg.Subject, stateVersion: version}}, nil
 }
 
 // Read reads the row whose key column equals key.
 func (s *SQLConnector) Read(ctx context.Context, key string) (Record, error) {
-	rows, err := s.db.QueryContext(ctx, s.read, key)
-	if err != nil {
+	values, err := s.table.Row(ctx, key)
+	switch {
+	case errors.Is(err, sqldb.ErrAmbiguousKey):
+		return Record{}, err
+	case err != nil:
 		return Record{}, fmt.Errorf("%w: %v", ErrSourceUnavailable, err)
-	}
-	defer func() { _ = rows.Close() }()
-	var values map[string]any
-	for n := 0; rows.Next(); n++ {
-		if n > 0 {
-			return Record{}, fmt.Errorf("key %q matches more than one row", key)
-		}
-		dest := make([]any, len(s.columns))
-		ptrs := make([]any, len(dest))
-		for i := range dest {
-			ptrs[i] = &dest[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return Record{}, fmt.Errorf("%w: %v", ErrSourceUnavailable, err)
-		}
-		values = make(map[string]any, len(dest))
-		for i, c := range s.columns {
-			values[c] = dest[i]
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return Record{}, fmt.Errorf("%w: %v", ErrSourceUnavailable, err)
-	}
-	if values == nil {
+	case values == nil:
 		return Record{}, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
 	return s.shape.record(values)
 }
 
 // Check selects one key of the table.
-func (s *SQLConnector) Check(ctx context.Context) error {
-	var key any
-	err := s.db.QueryRowContext(ctx, s.probe).Scan(&key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil // an empty table is readable
-	}
-	return err
-}
+func (s *SQLConnector) Check(ctx context.Context) error { return s.table.Check(ctx) }
 
 // Columns are the declared columns.
-func (s *SQLConnector) Columns() []string { return s.columns }
+func (s *SQLConnector) Columns() []string { return s.table.Columns() }
 
 // Close closes the database.
-func (s *SQLConnector) Close() error { return s.db.Close() }
+func (s *SQLConnector) Close() error { return s.table.Close() }
