@@ -336,6 +336,24 @@ func (l *ledger) all() []canon.Classified {
 	return l.classes.All()
 }
 
+// requests returns the boundary-change requests with provenance ref, with
+// their classes as last published.
+func (l *ledger) requests(ref string) []canon.Classified {
+	l.smu.Lock()
+	ids := l.state.BoundaryRequests(ref)
+	l.smu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]canon.Classified, 0, len(ids))
+	for _, id := range ids {
+		// An item of a transition not yet published is not there yet.
+		if c, ok := l.classes.Get(id); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // committer is a write transaction that can run code once it commits.
 type committer interface {
 	journal.Appender

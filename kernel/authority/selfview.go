@@ -195,10 +195,9 @@ func (k *Kernel) BoundaryChange(ctx context.Context, agent, taskID, description 
 			return err
 		}
 		open := 0
-		for _, c := range k.ledger.all() {
+		for _, c := range k.ledger.requests(ref) {
 			it := c.Item
-			if it.GetKind() != ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST || it.GetProvenanceRef() != ref ||
-				c.Class != ledgerv1.CanonClass_CANON_CLASS_PROVISIONAL {
+			if c.Class != ledgerv1.CanonClass_CANON_CLASS_PROVISIONAL {
 				continue
 			}
 			if it.GetText() == description {

@@ -2,8 +2,7 @@ package authority
 
 import (
 	"context"
-	"slices"
-	"strings"
+	"fmt"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/store"
@@ -30,46 +29,28 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 	if q.Limit < 1 {
 		return nil, "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
 	}
-	// A task is only ever bound to a contract item of the ledger, and
-	// items are never removed: the tasks are those bound to its contracts.
-	var contracts []canon.Classified
-	for _, c := range k.ledger.all() {
-		if c.Item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && (q.ItemID == "" || c.Item.GetCanonItemId() == q.ItemID) {
-			contracts = append(contracts, c)
-		}
-	}
+	var rows []store.BoundTask
 	err = k.store.View(ctx, func(tx store.Tx) error {
-		tasks = nil
-		for _, c := range contracts {
-			ids, err := tx.TasksBoundTo(c.Item.GetCanonItemId())
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				if q.After != "" && id <= q.After {
-					continue
-				}
-				b, err := tx.Task(id)
-				if err != nil {
-					return err
-				}
-				if q.Agent != "" && b.Agent != q.Agent {
-					continue
-				}
-				// A compacted contract is loaded once a task of it is listed.
-				c = k.ledger.filled(c)
-				tasks = append(tasks, taskProto(id, b, c))
-			}
-		}
-		return nil
+		// One more than the page: whether more follow.
+		rows, err = tx.Tasks(q.After, q.Agent, q.ItemID, q.Limit+1)
+		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	slices.SortFunc(tasks, func(a, b *kernelv1.Task) int { return strings.Compare(a.GetTaskId(), b.GetTaskId()) })
-	if len(tasks) > q.Limit {
-		tasks = tasks[:q.Limit]
-		next = tasks[len(tasks)-1].GetTaskId()
+	more := len(rows) > q.Limit
+	rows = rows[:min(len(rows), q.Limit)]
+	for _, r := range rows {
+		// A task is only ever bound to a contract item of the ledger.
+		c, ok := k.ledger.item(r.ItemID)
+		if !ok || c.Item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
+			return nil, "", fmt.Errorf("task %q is bound to %q, which is no contract of the ledger", r.TaskID, r.ItemID)
+		}
+		// A compacted contract is loaded once a task of it is listed.
+		tasks = append(tasks, taskProto(r.TaskID, r.Task, k.ledger.filled(c)))
+	}
+	if more {
+		next = rows[len(rows)-1].TaskID
 	}
 	return tasks, next, nil
 }

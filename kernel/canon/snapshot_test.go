@@ -114,6 +114,7 @@ func TestSnapshotFoldsLikeReplay(t *testing.T) {
 				}
 				return it.GetContract(), nil
 			}
+			checkRequests(t, "the full fold", full, full)
 			wantBytes := encode(t, full, c.auth)
 			wantClasses := canon.ClassifyAll(full, c.auth)
 			for cut := 0; cut <= len(c.steps); cut++ {
@@ -137,6 +138,7 @@ func TestSnapshotFoldsLikeReplay(t *testing.T) {
 				if d := cmp.Diff(wantClasses, filled(t, restored, c.auth, content), protocmp.Transform()); d != "" {
 					t.Fatalf("cut %d: classes differ (-full +restored):\n%s", cut, d)
 				}
+				checkRequests(t, fmt.Sprintf("cut %d", cut), restored, full)
 				cl := canon.NewClasses(restored, c.auth)
 				if d := cmp.Diff(canon.ClassifyAll(restored, c.auth), cl.All(), protocmp.Transform()); d != "" {
 					t.Fatalf("cut %d: Classes of the restored state differ from ClassifyAll:\n%s", cut, d)
@@ -144,6 +146,26 @@ func TestSnapshotFoldsLikeReplay(t *testing.T) {
 			}
 			t.Logf("%d contracts loaded on demand", loads)
 		})
+	}
+}
+
+// checkRequests checks that s finds by provenance_ref the boundary-change
+// requests a scan of want finds, in the same order.
+func checkRequests(t *testing.T, at string, s, want *canon.State) {
+	t.Helper()
+	scan := map[string][]string{}
+	for _, id := range want.IDs() {
+		if it, _ := want.Item(id); it.GetKind() == ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST {
+			scan[it.GetProvenanceRef()] = append(scan[it.GetProvenanceRef()], id)
+		}
+	}
+	for ref, ids := range scan {
+		if d := cmp.Diff(ids, s.BoundaryRequests(ref)); d != "" {
+			t.Fatalf("%s: boundary requests of %q (-scan +index):\n%s", at, ref, d)
+		}
+	}
+	if got := s.BoundaryRequests("agent:nobody/task:none"); len(got) != 0 {
+		t.Fatalf("%s: requests of an unknown ref: %v", at, got)
 	}
 }
 

@@ -52,6 +52,9 @@ type refs struct {
 	contracts map[string][]string
 	// debts are the debt records of an (old, new) contract pair.
 	debts map[[2]string][]string
+	// requests are the boundary-change requests of one provenance_ref
+	// (an agent's, for one task).
+	requests map[string][]string
 }
 
 // add indexes item's references; task is the task its contract is bound
@@ -75,6 +78,9 @@ func (x *refs) add(item *ledgerv1.CanonItem, task string) {
 	}
 	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetHandoffParentRef() == "" {
 		push(&x.contracts, task)
+	}
+	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_BOUNDARY_REQUEST {
+		push(&x.requests, item.GetProvenanceRef())
 	}
 	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_DEBT_RECORD {
 		key := [2]string{item.GetDebt().GetOldContractRef(), item.GetDebt().GetNewContractRef()}
@@ -582,6 +588,11 @@ func (s *State) Item(id string) (*ledgerv1.CanonItem, bool) {
 	}
 	return proto.CloneOf(r.item), true
 }
+
+// BoundaryRequests returns the ids of the boundary-change requests whose
+// provenance_ref is ref, in the order first recorded: what an agent has
+// asked for one task, found without a scan of the ledger.
+func (s *State) BoundaryRequests(ref string) []string { return slices.Clone(s.refs.requests[ref]) }
 
 // IDs returns the recorded item ids in the order they were first recorded.
 func (s *State) IDs() []string { return slices.Clone(s.order) }

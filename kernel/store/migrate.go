@@ -33,18 +33,24 @@ var migrations = []migration{
 	// Fewer pages written per decision: the journal indexes by kind only
 	// the entries replayed by kind, and SQLite keeps capabilities and
 	// usage in their primary key's b-tree instead of beside it. Watching
-	// records reads what is recent or open, not the whole history.
-	{version: 3, stmts: append(slices.Clone(journal.KindIndex), watchIndexes...), sqlite: withoutRowid},
+	// records and listing tasks read what they select, not the whole
+	// history.
+	{version: 3, stmts: append(slices.Clone(journal.KindIndex), lookupIndexes...), sqlite: withoutRowid},
 }
 
-// watchIndexes serve the records to watch: those seen or read lately and
-// those outstanding capabilities or open approvals depend on.
-var watchIndexes = []string{
+// lookupIndexes serve the records to watch (those seen or read lately and
+// those outstanding capabilities or open approvals depend on) and the
+// tasks of one contract or agent.
+var lookupIndexes = []string{
 	`DROP INDEX IF EXISTS capabilities_record`,
 	capabilitiesRecord,
 	`CREATE INDEX IF NOT EXISTS records_seen ON records (seen_at)`,
 	`CREATE INDEX IF NOT EXISTS evidence_read ON evidence (read_at)`,
 	`CREATE INDEX IF NOT EXISTS approvals_open ON approvals (record) WHERE ` + isOpenApproval,
+	// A superseded contract's tasks, and pages of one agent's or one
+	// contract's tasks, without a scan of every task.
+	`CREATE INDEX IF NOT EXISTS tasks_item ON tasks (contract_item_id, task_id)`,
+	`CREATE INDEX IF NOT EXISTS tasks_agent ON tasks (agent, task_id)`,
 }
 
 // capabilitiesRecord indexes outstanding capabilities by the record they

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestMigrateToVersion3(t *testing.T) {
 		indexes = append(indexes, name)
 	}
 	rows.Close()
-	for _, want := range []string{"approvals_open", "capabilities_outstanding", "capabilities_record", "capabilities_task", "evidence_read", "journal_ref", "journal_replayed", "records_seen"} {
+	for _, want := range []string{"approvals_open", "capabilities_outstanding", "capabilities_record", "capabilities_task", "evidence_read", "journal_ref", "journal_replayed", "records_seen", "tasks_agent", "tasks_item"} {
 		if !strings.Contains(strings.Join(indexes, " "), want) {
 			t.Errorf("indexes %v lack %s", indexes, want)
 		}
@@ -129,21 +130,24 @@ func TestMigrateToVersion3(t *testing.T) {
 	}
 }
 
-// TestWatchAndRevokeReadIndexes: the queries a watch poll, a revocation
-// and a decision's expiry check run read only indexes of what is recent or
-// open. A scan of a whole table would cost every poll as much as the
-// store's history.
-func TestWatchAndRevokeReadIndexes(t *testing.T) {
+// TestLookupsReadIndexes: the queries a watch poll, a revocation, a
+// decision's expiry check, a supersession and a page of tasks run read
+// only indexes of what they select. A scan of a whole table would cost
+// each of them as much as the store's history.
+func TestLookupsReadIndexes(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	queries := map[string]string{"watched": watchedQuery, "watched of an agent": watchedOfAgentQuery, "due": dueQuery}
+	queries := map[string]string{"watched": watchedQuery, "watched of an agent": watchedOfAgentQuery, "due": dueQuery,
+		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
+		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1")}
 	for name, keys := range map[string][2]string{"outstanding on a record": {"claims/C-1", ""}, "outstanding of a task": {"", "task-1"}, "outstanding on both": {"claims/C-1", "task-1"}} {
 		queries[name], _ = outstandingQuery(keys[0], keys[1])
 	}
+	partial := []string{"capabilities_outstanding", "capabilities_record", "approvals_open"}
 	for name, q := range queries {
 		args := make([]any, strings.Count(q, "?"))
 		for i := range args {
@@ -164,8 +168,10 @@ func TestWatchAndRevokeReadIndexes(t *testing.T) {
 		}
 		rows.Close()
 		for _, step := range steps {
-			if (strings.HasPrefix(step, "SCAN ") || strings.HasPrefix(step, "SEARCH ")) && !strings.Contains(step, "INDEX") && !strings.Contains(step, "PRIMARY KEY") {
-				t.Errorf("%s reads a whole table: %q in %q", name, step, steps)
+			// A search reads one range of an index. A scan reads all of
+			// one: only a partial index, of what is open, may be read so.
+			if strings.HasPrefix(step, "SCAN ") && !slices.ContainsFunc(partial, func(ix string) bool { return strings.HasSuffix(step, "INDEX "+ix) }) {
+				t.Errorf("%s reads a whole table or index: %q in %q", name, step, steps)
 			}
 		}
 		if len(steps) == 0 {

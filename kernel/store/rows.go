@@ -56,9 +56,59 @@ func (t *txn) Task(taskID string) (Task, error) {
 	return b, nil
 }
 
+// BoundTask is one task's binding.
+type BoundTask struct {
+	TaskID string
+	Task
+}
+
+// tasksQuery selects a page of bindings, by task id, after a task id and
+// optionally of one agent or contract item: on SQLite and PostgreSQL alike
+// one range of the primary key or of tasks_agent or tasks_item.
+func tasksQuery(agent, itemID string) string {
+	q := `SELECT task_id, contract_item_id, agent FROM tasks WHERE task_id > ?`
+	if agent != "" {
+		q += ` AND agent = ?`
+	}
+	if itemID != "" {
+		q += ` AND contract_item_id = ?`
+	}
+	return q + ` ORDER BY task_id LIMIT ?`
+}
+
+// Tasks lists up to limit bindings whose task id sorts after after, in task
+// id order, of agent and bound to itemID when those are not empty.
+func (t *txn) Tasks(after, agent, itemID string, limit int) ([]BoundTask, error) {
+	args := []any{after}
+	if agent != "" {
+		args = append(args, agent)
+	}
+	if itemID != "" {
+		args = append(args, itemID)
+	}
+	rows, err := t.QueryContext(t.ctx, tasksQuery(agent, itemID), append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []BoundTask
+	for rows.Next() {
+		var b BoundTask
+		if err := rows.Scan(&b.TaskID, &b.ItemID, &b.Agent); err != nil {
+			return nil, fmt.Errorf("tasks: %w", err)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// tasksBoundToQuery selects the tasks of one contract item, through
+// tasks_item.
+const tasksBoundToQuery = `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`
+
 // TasksBoundTo lists the tasks bound to a contract item.
 func (t *txn) TasksBoundTo(itemID string) ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT task_id FROM tasks WHERE contract_item_id = ? ORDER BY task_id`, itemID)
+	rows, err := t.QueryContext(t.ctx, tasksBoundToQuery, itemID)
 	if err != nil {
 		return nil, fmt.Errorf("tasks bound to %q: %w", itemID, err)
 	}

@@ -172,6 +172,34 @@ func TestTasks(t *testing.T) {
 		}
 		return nil
 	})
+	update(t, s, func(tx store.Tx) error {
+		return tx.BindTask("task-4", store.Task{ItemID: "CTR-B", Agent: "other"}, t0)
+	})
+	view(t, s, func(tx store.Tx) error {
+		ids := func(bs []store.BoundTask) (out []string) {
+			for _, b := range bs {
+				out = append(out, b.TaskID+"@"+b.ItemID+"/"+b.Agent)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			after, agent, item string
+			limit              int
+			want               []string
+		}{
+			{"", "", "", 2, []string{"task-1@CTR-A/agent", "task-2@CTR-A/agent"}},
+			{"task-2", "", "", 5, []string{"task-3@CTR-A/agent", "task-4@CTR-B/other"}},
+			{"", "other", "", 5, []string{"task-4@CTR-B/other"}},
+			{"task-1", "agent", "CTR-A", 5, []string{"task-2@CTR-A/agent", "task-3@CTR-A/agent"}},
+			{"", "", "CTR-C", 5, nil},
+		} {
+			got, err := tx.Tasks(tc.after, tc.agent, tc.item, tc.limit)
+			if diff := cmp.Diff(tc.want, ids(got)); diff != "" || err != nil {
+				t.Errorf("Tasks(%q, %q, %q, %d) %v (-want +got):\n%s", tc.after, tc.agent, tc.item, tc.limit, err, diff)
+			}
+		}
+		return nil
+	})
 }
 
 func capability(id, task, record string, status agentv1.CommitmentStatus, issued time.Time) store.Capability {

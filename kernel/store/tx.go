@@ -14,6 +14,7 @@ type Tx interface {
 	BindTask(taskID string, b Task, at time.Time) error
 	Task(taskID string) (Task, error)
 	TasksBoundTo(itemID string) ([]string, error)
+	Tasks(after, agent, itemID string, limit int) ([]BoundTask, error)
 
 	RecordVersion(source, key string) (string, bool, error)
 	SetRecordVersion(source, key, version string, at time.Time) error
