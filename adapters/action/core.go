@@ -262,7 +262,13 @@ func (c *Core) doAtomic(ctx context.Context, a *attempt, te txEffect, entry Entr
 		return c.settleTaken(ctx, a, first)
 	}
 	if err != nil {
-		// The transaction rolled back: there is no attempt to remove.
+		// The transaction rolled back: there is no attempt to remove. But
+		// another process may have committed this key's effect and key
+		// meanwhile, its row at the target being why ours was refused:
+		// then its receipt is the answer.
+		if _, found, gerr := c.d.Keys.Get(ctx, a.key()); gerr == nil && found {
+			return c.settleTaken(ctx, a, first)
+		}
 		return nil, c.failed(ctx, a, "", err)
 	}
 	if c.d.AfterCommit != nil {

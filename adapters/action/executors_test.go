@@ -406,9 +406,15 @@ func TestTwoAdaptersOneKey(t *testing.T) {
 			t.Run(db.name+"/"+tool, func(t *testing.T) {
 				tg, _, _ := db.targets(t)
 				shared := newKeys(t)
+				// Each process draws its own ids, as random ones never meet:
+				// the fixtures' counters would both start at 0001.
+				second := func(d *action.Deps) {
+					next := d.NewID
+					d.NewID = func() string { return "b" + next() }
+				}
 				adapters := []*fixture{
 					newFixture(t, &kernel{}, tg, options{keys: &shared}),
-					newFixture(t, &kernel{}, tg, options{keys: &shared}),
+					newFixture(t, &kernel{}, tg, options{keys: &shared, deps: second}),
 				}
 				req := request(shared.capability(t, "idem-1", toolCall(tool, transferArgs)), "idem-1")
 				const n = 8
