@@ -106,6 +106,14 @@ func (f *Figures) fired(name string, reached bool) {
 	}
 }
 
+// hasFired reports whether failpoint name has fired at least once.
+func (f *Figures) hasFired(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.Failpoints[name]
+	return ok && c.Fired > 0
+}
+
 func (f *Figures) unexpected(what string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -115,17 +115,30 @@ func (m *monkey) run(ctx context.Context) error {
 }
 
 // nextPoint is the failpoint to arm in name's next start, with its
-// occurrence. Once every point has been armed, about one start in four
-// arms none, so that the random kills also meet processes that run clean;
-// until then every start arms the next, so that a short run (a fast
-// stack finishes its loops sooner) still reaches each point.
+// occurrence. Until every point of name has fired, every start arms the
+// next that has not, so that a short run (a fast stack finishes its loops
+// sooner) still reaches each point, and a point disarmed unreached (a
+// random kill came first, or the loops ended) is armed again. Then about
+// one start in four arms none, so that the random kills also meet
+// processes that run clean.
 func (m *monkey) nextPoint(name string) string {
 	points := m.points[name]
-	if m.next[name] >= len(points) && m.rng.IntN(4) == 0 {
-		return ""
+	p := ""
+	for range points {
+		next := points[m.next[name]%len(points)]
+		m.next[name]++
+		if !m.fig.hasFired(next) {
+			p = next
+			break
+		}
 	}
-	p := points[m.next[name]%len(points)]
-	m.next[name]++
+	if p == "" {
+		if m.rng.IntN(4) == 0 {
+			return ""
+		}
+		p = points[m.next[name]%len(points)]
+		m.next[name]++
+	}
 	if n := 1 + m.rng.IntN(3); n > 1 {
 		p += fmt.Sprintf("@%d", n)
 	}
