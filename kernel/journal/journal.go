@@ -57,14 +57,25 @@ func kindIs(kind string) (string, []any) {
 // kernel.
 var ErrChain = errors.New("the journal is a hash chain written by an older kernel; start on a new database")
 
-// Migrate creates the schema in db and refuses a journal of the older
-// format, which the Merkle tree cannot extend.
+// Migrate creates the journal's table and indexes in db, as they now are,
+// and refuses a journal of the older format (see [CheckFormat]): for a
+// database that holds a journal alone. The kernel's store runs the same
+// statements through its versioned migrations instead.
 func Migrate(ctx context.Context, db Execer) error {
-	for _, stmt := range Schema {
+	if err := CheckFormat(ctx, db); err != nil {
+		return err
+	}
+	for _, stmt := range append(slices.Clone(Schema), KindIndex...) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("journal schema: %w", err)
 		}
 	}
+	return nil
+}
+
+// CheckFormat refuses a journal of the older format, a hash chain, which
+// the Merkle tree cannot extend; a database without a journal passes.
+func CheckFormat(ctx context.Context, db Execer) error {
 	var old int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('journal') WHERE name = 'prev_hash'`).Scan(&old); err != nil {
 		return fmt.Errorf("journal schema: %w", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,11 +47,26 @@ func TestMigrateToVersion3(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var indexNames0 []string
 	s, err := Open(ctx, path, DurabilityNormal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		// A later start keeps the schema as the migration left it: an
+		// index it dropped is not created again.
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Open(ctx, path, DurabilityNormal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer again.Close()
+		if got := indexNames(t, again); !slices.Equal(got, indexNames0) {
+			t.Errorf("indexes after a second start = %v, want those after the migration, %v", got, indexNames0)
+		}
+	}()
 	var c Capability
 	if err := s.View(ctx, func(tx Tx) error { c, err = tx.Capability("cap-1"); return err }); err != nil {
 		t.Fatal(err)
@@ -85,19 +101,8 @@ func TestMigrateToVersion3(t *testing.T) {
 			t.Errorf("%s is %s, want a WITHOUT ROWID table", table, ddl)
 		}
 	}
-	var indexes []string
-	rows, err := s.ro.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		indexes = append(indexes, name)
-	}
-	rows.Close()
+	indexes := indexNames(t, s)
+	indexNames0 = indexes
 	for _, want := range []string{"approvals_open", "capabilities_outstanding", "capabilities_record", "capabilities_task", "evidence_read", "journal_ref", "journal_replayed", "records_seen", "tasks_agent", "tasks_item"} {
 		if !strings.Contains(strings.Join(indexes, " "), want) {
 			t.Errorf("indexes %v lack %s", indexes, want)
@@ -177,5 +182,46 @@ func TestLookupsReadIndexes(t *testing.T) {
 		if len(steps) == 0 {
 			t.Errorf("%s: no plan", name)
 		}
+	}
+}
+
+// indexNames lists the database's own indexes, sorted.
+func indexNames(t *testing.T, s *Store) []string {
+	t.Helper()
+	rows, err := s.ro.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// TestOpenRefusesHashChain: a database holding the older kernel's hash
+// chain is refused before anything is migrated in it.
+func TestOpenRefusesHashChain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "k.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE journal (seq INTEGER PRIMARY KEY, recorded_at TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, body BLOB NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, path, DurabilityNormal); !errors.Is(err, journal.ErrChain) {
+		t.Fatalf("Open over a hash chain = %v, want ErrChain", err)
+	}
+	var tables int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil || tables != 1 {
+		t.Errorf("tables after the refusal = %d, %v; want the journal alone", tables, err)
 	}
 }

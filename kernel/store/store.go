@@ -190,7 +190,7 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	// SQLite has one writer; a single connection serialises transactions in
 	// process instead of spinning on SQLITE_BUSY.
 	db.SetMaxOpenConns(1)
-	if err := journal.Migrate(ctx, db); err != nil {
+	if err := journal.CheckFormat(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
