@@ -26,6 +26,8 @@ type Decision struct {
 	Outcome Outcome
 	Reasons []Reason
 
+	// items backs the reasons' item lists.
+	items []string
 	// buf is the evaluator's working space, allocated on the first
 	// evaluation and reused by later ones into the same Decision; a
 	// Clone leaves it behind, so a decision kept is only its reasons.
@@ -38,7 +40,6 @@ type buf struct {
 	deny, review [maxReasons]Reason
 	nDeny        int
 	nReview      int
-	items        []string
 }
 
 func (d *Decision) reset() {
@@ -223,7 +224,6 @@ func Evaluate(f *Facts, c *Contract, now time.Time, d *Decision) error {
 // self-query and a proposal's self-queries are judged by one rule.
 func OutsideView(c *Contract, asked []string) []string {
 	var d Decision
-	d.reset()
 	return append([]string(nil), d.outside(asked, c.VisibleFacts)...)
 }
 
