@@ -65,15 +65,9 @@ var withoutRowid = []string{
 	`DROP TABLE capabilities`,
 	`ALTER TABLE capabilities_v3 RENAME TO capabilities`,
 	`CREATE INDEX capabilities_task ON capabilities (task_id)`,
-	`CREATE INDEX capabilities_outstanding ON capabilities (task_id, expires_at) WHERE status = 1`,
+	`CREATE INDEX capabilities_outstanding ON capabilities (task_id, expires_at) WHERE ` + isOutstanding,
 	capabilitiesRecord,
-	`CREATE TABLE task_usage_v3 (
-		task_id      TEXT NOT NULL,
-		currency     TEXT NOT NULL,
-		actions      INTEGER NOT NULL,
-		amount_minor INTEGER NOT NULL,
-		PRIMARY KEY (task_id, currency)
-	) WITHOUT ROWID`,
+	`CREATE TABLE task_usage_v3 (` + usageTable + `) WITHOUT ROWID`,
 	`INSERT INTO task_usage_v3 SELECT task_id, currency, actions, amount_minor FROM task_usage`,
 	`DROP TABLE task_usage`,
 	`ALTER TABLE task_usage_v3 RENAME TO task_usage`,

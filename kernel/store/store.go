@@ -63,6 +63,15 @@ const capabilityTable = `
 		holder              TEXT NOT NULL DEFAULT ''
 `
 
+// usageTable is the task usage row's columns and key.
+const usageTable = `
+		task_id      TEXT NOT NULL,
+		currency     TEXT NOT NULL,
+		actions      INTEGER NOT NULL,
+		amount_minor INTEGER NOT NULL,
+		PRIMARY KEY (task_id, currency)
+`
+
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS tasks (
 		task_id          TEXT PRIMARY KEY,
@@ -104,13 +113,7 @@ var schema = []string{
 	// What each task's capabilities use up, kept with every status change
 	// so that deciding costs the same in a task's thousandth action as in
 	// its first.
-	`CREATE TABLE IF NOT EXISTS task_usage (
-		task_id      TEXT NOT NULL,
-		currency     TEXT NOT NULL,
-		actions      INTEGER NOT NULL,
-		amount_minor INTEGER NOT NULL,
-		PRIMARY KEY (task_id, currency)
-	)`,
+	`CREATE TABLE IF NOT EXISTS task_usage (` + usageTable + `)`,
 	`CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record)`,
 	`CREATE INDEX IF NOT EXISTS evidence_record ON evidence (source, record_key, read_at)`,
 	`CREATE TABLE IF NOT EXISTS approvals (

@@ -138,7 +138,6 @@ var callFieldNames = map[string]string{
 	"grpc.request.deadline_exceed": "",
 }
 
-// callLogger adapts a zap logger to go-grpc-middleware's logging.
 // zapLevel is the zap level of a call's log level.
 func zapLevel(lvl logging.Level) zapcore.Level {
 	switch lvl {
@@ -153,6 +152,7 @@ func zapLevel(lvl logging.Level) zapcore.Level {
 	}
 }
 
+// callLogger adapts a zap logger to go-grpc-middleware's logging.
 func callLogger(log *zap.Logger) logging.Logger {
 	return logging.LoggerFunc(func(_ context.Context, lvl logging.Level, msg string, fields ...any) {
 		if !log.Core().Enabled(zapLevel(lvl)) {
