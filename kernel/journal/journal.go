@@ -38,19 +38,10 @@ var Schema = []string{
 const ReplayedKind = "canon"
 
 // KindIndex replaces the index of every entry by kind with one of the
-// replayed kind's entries alone (schema version 3). Its condition is a
-// literal, as a partial index serves only queries that name it so.
+// replayed kind's entries alone (schema version 3).
 var KindIndex = []string{
 	`DROP INDEX IF EXISTS journal_kind`,
 	`CREATE INDEX IF NOT EXISTS journal_replayed ON journal (seq) WHERE kind = '` + ReplayedKind + `'`,
-}
-
-// kindIs is the condition selecting entries of kind, and its arguments.
-func kindIs(kind string) (string, []any) {
-	if kind == ReplayedKind {
-		return `kind = '` + ReplayedKind + `'`, nil
-	}
-	return `kind = ?`, []any{kind}
 }
 
 // ErrChain marks a database whose journal is the hash chain of an older
@@ -277,22 +268,33 @@ func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, erro
 // ReadKind returns every entry of one kind, in order: replaying the
 // authority ledger needs its transitions, not every decision besides.
 func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
-	cond, args := kindIs(kind)
-	return read(ctx, q, `SELECT `+columns+` FROM journal WHERE `+cond+` ORDER BY seq`, args...)
+	return ReadKindAfter(ctx, q, kind, 0, 0)
 }
 
 // ReadKindAfter returns up to limit entries of one kind after position
 // after, in order (limit <= 0: all): the ledger's transitions since a
 // snapshot, a page at a time.
 func ReadKindAfter(ctx context.Context, q Querier, kind string, after int64, limit int) ([]Entry, error) {
-	cond, args := kindIs(kind)
+	query, args := kindQuery(kind, after, limit)
+	return read(ctx, q, query, args...)
+}
+
+// kindQuery selects the entries of kind after position after, up to limit
+// (limit <= 0: all). The replayed kind is written as a literal, as the
+// partial index of its entries names it: PostgreSQL's generic plan of a
+// prepared statement knows no bound value, so it could not use the index.
+func kindQuery(kind string, after int64, limit int) (string, []any) {
+	cond, args := "kind = ?", []any{kind}
+	if kind == ReplayedKind {
+		cond, args = "kind = '"+ReplayedKind+"'", nil
+	}
 	query := `SELECT ` + columns + ` FROM journal WHERE ` + cond + ` AND seq > ? ORDER BY seq`
 	args = append(args, after)
 	if limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	return read(ctx, q, query, args...)
+	return query, args
 }
 
 // ReadRef returns the entries with one ref among kinds, in order: the

@@ -186,9 +186,8 @@ func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
 	return rows.Err()
 }
 
-// loadEarliest reads each task's earliest outstanding expiry. The status is
-// written into the query, not bound: only then may SQLite read the partial
-// index of outstanding capabilities instead of every capability ever issued.
+// loadEarliest reads each task's earliest outstanding expiry, through the
+// partial index of outstanding capabilities (see isOutstanding).
 func (s *Store) loadEarliest(ctx context.Context, db *sql.DB) error {
 	rows, err := db.QueryContext(ctx, `SELECT task_id, MIN(expires_at) FROM capabilities WHERE `+isOutstanding+` GROUP BY task_id`)
 	if err != nil {

@@ -34,8 +34,9 @@ const (
 
 // isOutstanding is the condition of a capability authorised and not yet
 // redeemed, and isOpenApproval of an approval still to be used. Queries
-// write them as literals, not bound values: only then may a database read
-// the partial indexes on them instead of every row ever written.
+// write them as literals, as the partial indexes on them do: PostgreSQL's
+// generic plan of a prepared statement knows no bound value, so it could
+// not use those indexes.
 var (
 	isOutstanding  = fmt.Sprintf("status = %d", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED)
 	isOpenApproval = fmt.Sprintf("state IN (%d, %d)", kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)

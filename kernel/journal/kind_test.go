@@ -1,0 +1,65 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// TestReplayedKindReadsItsIndex: reading the ledger's entries, whole or
+// after a position, searches the partial index of them alone, not every
+// entry of the journal; another kind is read all the same.
+func TestReplayedKindReadsItsIndex(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{0, 10} {
+		query, args := kindQuery(ReplayedKind, 5, limit)
+		rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH journal USING INDEX journal_replayed") {
+			t.Errorf("limit %d: reading the ledger's entries plans %q, want a search of journal_replayed", limit, plan)
+		}
+	}
+	for _, e := range []struct{ kind, ref string }{{"decision", "dec-1"}, {ReplayedKind, "CTR-1"}, {"decision", "dec-2"}, {ReplayedKind, "CTR-2"}} {
+		if _, err := Append(ctx, db, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), e.kind, e.ref, []byte(e.ref)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for kind, want := range map[string]string{ReplayedKind: "CTR-1 CTR-2", "decision": "dec-1 dec-2"} {
+		es, err := ReadKind(ctx, db, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refs []string
+		for _, e := range es {
+			refs = append(refs, e.Ref)
+		}
+		if got := strings.Join(refs, " "); got != want {
+			t.Errorf("ReadKind(%s) = %s, want %s", kind, got, want)
+		}
+	}
+}
