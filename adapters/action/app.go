@@ -35,7 +35,7 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	if err != nil {
 		return err
 	}
-	dbs := NewDatabases()
+	dbs := NewDatabases(cfg.Durability)
 	defer func() { _ = dbs.Close() }()
 	db, err := dbs.Open(cfg.Database)
 	if err != nil {

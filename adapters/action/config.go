@@ -38,6 +38,12 @@ type Config struct {
 	// keys, which the adapter creates: an SQLite file (a path or
 	// sqlite:PATH) or a postgres:// URL, which several adapters may share.
 	Database string `json:"database"`
+	// Durability is how the adapter's commits to its read-write databases
+	// (the key table, sql executors' tables) reach the disk, as the
+	// kernel's durability: full (default) waits for the disk at every
+	// commit; at normal an effect and its key survive a crash of the
+	// adapter, not a power loss of its machine or database server.
+	Durability sqldb.Durability `json:"durability"`
 	// StateChecks maps a source name, as capabilities name it in their
 	// record ("source/key"), to a read-only connector giving the record's
 	// state version now: a first execution is refused when it differs
@@ -167,6 +173,9 @@ func (c *Config) ApplyDefaults() {
 	if c.KernelKey == "" {
 		c.KernelKey = DefaultKernelKey
 	}
+	if c.Durability == "" {
+		c.Durability = sqldb.DurabilityFull
+	}
 	if c.RecordSweepInterval <= 0 {
 		c.RecordSweepInterval = config.Duration(DefaultRecordSweepInterval)
 	}
@@ -180,6 +189,9 @@ func (c *Config) Validate() error {
 	errs := []error{c.Config.Validate()}
 	if c.Database == "" {
 		errs = append(errs, errors.New("database is required"))
+	}
+	if err := c.Durability.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.Executors) == 0 {
 		errs = append(errs, errors.New("executors: at least one executor is required"))

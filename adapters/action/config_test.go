@@ -69,6 +69,7 @@ shutdown_grace: 2s
 reflection: true
 record_sweep_interval: 250ms
 database: action.db
+durability: normal
 state_checks:
   claims_db: {sql: {database: claims.db, table: claims, key: claim_id, state_version: '"claims-v" + string(record.row_version)', columns: [row_version]}}
 executors:
@@ -110,7 +111,7 @@ func TestLoadConfig(t *testing.T) {
 				Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
 			Listen: "127.0.0.1:7201", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(time.Second),
 		},
-		KernelKey: "kernel", Database: "action.db", RecordSweepInterval: config.Duration(250 * time.Millisecond),
+		KernelKey: "kernel", Database: "action.db", Durability: sqldb.DurabilityNormal, RecordSweepInterval: config.Duration(250 * time.Millisecond),
 		StateChecks: map[string]action.StateCheckConfig{"claims_db": {SQL: &action.SQLStateCheck{
 			Database: "claims.db", Table: "claims", Key: "claim_id", StateVersion: `"claims-v" + string(record.row_version)`, Columns: []string{"row_version"},
 		}}},
@@ -137,7 +138,7 @@ func TestLoadConfig(t *testing.T) {
 				HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
 			Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
 		},
-		KernelKey: "kernel", Database: "d", RecordSweepInterval: config.Duration(5 * time.Second),
+		KernelKey: "kernel", Database: "d", Durability: sqldb.DurabilityFull, RecordSweepInterval: config.Duration(5 * time.Second),
 		Executors: map[string]action.ExecutorConfig{"notify": {HTTP: &action.HTTPExecutor{URL: "https://hooks.example/x"}}},
 	}
 	if diff := cmp.Diff(wantMin, minimal); diff != "" {
@@ -158,6 +159,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		"unknown key":      {base + "executors: {t: {http: {url: 'http://h/'}}}\npayments_database: d\n", []string{"payments_database"}},
 		"missing required": {"log_level: info\n", []string{"pki_dir", "kernel", "database is required", "executors: at least one executor is required"}},
+		"durability":       {base + "durability: eventually\nexecutors: {t: {http: {url: 'http://h/'}}}\n", []string{`durability must be full or normal, got "eventually"`}},
 		"executor for a tool twice": {base + "executors:\n  t: {http: {url: 'http://h/'}}\n  t: {http: {url: 'http://i/'}}\n",
 			[]string{"line 6: executors.t: duplicate key (first at line 5)"}},
 		"no connector":     {base + "executors: {t: {}}\n", []string{"executors.t: give exactly one executor: sql, http or mcp (0 given)"}},
@@ -259,7 +261,7 @@ func testOpenChecksTheExecutors(t *testing.T, target string) {
 			want: `executors.t.sql.key_column: column "idempotency_key" of table "partial" is not UNIQUE on its own`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dbs := action.NewDatabases()
+			dbs := action.NewDatabases(sqldb.DurabilityFull)
 			defer dbs.Close()
 			executors, err := action.OpenExecutors(context.Background(), map[string]action.ExecutorConfig{"t": tc.cfg}, dbs, "action")
 			if tc.want == "" {

@@ -73,6 +73,7 @@ type Deps struct {
 type Core struct {
 	d     Deps
 	locks keyLocks
+	marks marks
 }
 
 // NewCore checks d and returns a Core.
@@ -97,7 +98,7 @@ func NewCore(d Deps) (*Core, error) {
 		return nil, fmt.Errorf("new action core: %w", err)
 	}
 	d.Issuer = d.Issuer.WithDefaults()
-	return &Core{d: d, locks: keyLocks{held: map[string]chan struct{}{}}}, nil
+	return &Core{d: d, locks: keyLocks{held: map[string]chan struct{}{}}, marks: marks{signal: make(chan struct{}, 1)}}, nil
 }
 
 // attempt is one request being executed.
@@ -449,11 +450,7 @@ func (c *Core) record(ctx context.Context, e Entry) (uint64, error) {
 		return 0, fmt.Errorf("record effect %s: %w", e.EffectID, err)
 	}
 	if !e.Recorded {
-		// The kernel has the receipt; failing to note that only means the
-		// sweep sends it once more.
-		if err := c.d.Keys.MarkRecorded(ctx, e.Key); err != nil {
-			c.d.Log.Warn("mark effect recorded", zap.String("receipt_id", e.EffectID), zap.Error(err))
-		}
+		c.marks.add(e.Key)
 	}
 	return resp.GetLogIndex(), nil
 }

@@ -71,7 +71,9 @@
 //
 // A background sweep ([Core.RunSweep], started by [Run] and stopped with
 // it) re-sends receipts the kernel has not logged, so an effect is logged
-// even if the agent never retries.
+// even if the agent never retries. The same loop notes in the key table,
+// in batches after the answers, which receipts the kernel has logged: a
+// note lost to a crash only means one more (idempotent) send.
 //
 // One log line is written per effect: capability, task, tool, executor,
 // idempotency key, receipt id, record_ref and the repeated flag; never the

@@ -312,6 +312,68 @@ func TestSweepRecordsWhatTheAgentNeverRetried(t *testing.T) {
 	}
 }
 
+// TestRecordedNotedAfterTheAnswer: the key table notes that the kernel has
+// logged a receipt after the answer, in one batch for many effects; the
+// sweep notes what is pending before it looks for receipts to send, so it
+// sends none of them again; and the sweep's loop notes them as they come.
+func TestRecordedNotedAfterTheAnswer(t *testing.T) {
+	tg, _, _ := newTargets(t)
+	k := &kernel{}
+	f := newFixture(t, k, tg, options{})
+	ctx := agentCtx()
+	keys := []string{"idem-1", "idem-2", "idem-3"}
+	for _, key := range keys {
+		if _, err := f.h.Execute(ctx, request(f.keys.capability(t, key, toolCall("transfer_here", transferArgs)), key)); err != nil {
+			t.Fatalf("Execute(%s) = %v", key, err)
+		}
+	}
+	db, err := sqldb.Open(f.tg.actionDB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var unmarked int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM ambit_effect_keys WHERE recorded = 0`).Scan(&unmarked); err != nil || unmarked != len(keys) {
+		t.Fatalf("before a flush %d keys unmarked (%v), want %d", unmarked, err, len(keys))
+	}
+	if n := f.core.Sweep(ctx); n != 0 {
+		t.Errorf("Sweep sent %d receipts the kernel had logged", n)
+	}
+	if _, recorded := k.counts(); recorded != len(keys) {
+		t.Errorf("kernel was sent %d receipts, want %d", recorded, len(keys))
+	}
+	for _, key := range keys {
+		if e, _ := f.entry(t, key); !e.Recorded {
+			t.Errorf("%s not marked recorded", key)
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.core.RunSweep(runCtx, time.Hour) }()
+	if _, err := f.h.Execute(ctx, request(f.keys.capability(t, "idem-4", toolCall("transfer_here", transferArgs)), "idem-4")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var recorded bool
+		if err := db.QueryRow(`SELECT recorded FROM ambit_effect_keys WHERE idempotency_key = 'idem-4'`).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		if recorded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep's loop did not note idem-4 recorded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunSweep = %v", err)
+	}
+}
+
 // TestAfterCommitRunsBetweenEffectAndRecord: the hook runs once, after the
 // effect is at the target and before the kernel hears of it; the key is
 // still Started unless the effect shares the adapter's database.

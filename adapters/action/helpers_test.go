@@ -504,7 +504,7 @@ func newFixture(t testing.TB, k *kernel, tg targets, o options) *fixture {
 		f.keys = newKeys(t)
 	}
 	ctx := context.Background()
-	dbs := action.NewDatabases()
+	dbs := action.NewDatabases(sqldb.DurabilityFull)
 	t.Cleanup(func() { _ = dbs.Close() })
 	db, err := dbs.Open(tg.actionDB())
 	if err != nil {
@@ -569,6 +569,8 @@ func newFixture(t testing.TB, k *kernel, tg targets, o options) *fixture {
 // entry reads a key's row of the adapter's key table.
 func (f *fixture) entry(t testing.TB, key string) (action.Entry, bool) {
 	t.Helper()
+	// What the kernel has logged is noted in the table after the answer.
+	f.core.FlushMarks(context.Background())
 	db, err := sqldb.Open(f.tg.actionDB())
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -258,10 +259,19 @@ func (k *Keys) Tx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
 	return nil
 }
 
-// MarkRecorded notes that the kernel has logged the key's receipt.
-func (k *Keys) MarkRecorded(ctx context.Context, key string) error {
-	if _, err := k.db.ExecContext(ctx, `UPDATE ambit_effect_keys SET recorded = 1 WHERE idempotency_key = ?`, key); err != nil {
-		return fmt.Errorf("mark idempotency key %q recorded: %w", key, err)
+// MarkRecorded notes, in one statement, that the kernel has logged the
+// keys' receipts.
+func (k *Keys) MarkRecorded(ctx context.Context, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	args := make([]any, len(keys))
+	for i, key := range keys {
+		args[i] = key
+	}
+	query := `UPDATE ambit_effect_keys SET recorded = 1 WHERE idempotency_key IN (?` + strings.Repeat(", ?", len(keys)-1) + `)`
+	if _, err := k.db.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("mark %d idempotency keys recorded (first %q): %w", len(keys), keys[0], err)
 	}
 	return nil
 }

@@ -19,15 +19,19 @@ import (
 // the adapter's key table and the sql executors naming the same database
 // share one handle, and so one transaction. It is safe for concurrent use.
 type Databases struct {
-	mu     sync.Mutex
-	byFile map[string]*sql.DB
+	durability sqldb.Durability
+	mu         sync.Mutex
+	byFile     map[string]*sql.DB
 }
 
-// NewDatabases returns an empty set; close it when done.
-func NewDatabases() *Databases { return &Databases{byFile: map[string]*sql.DB{}} }
+// NewDatabases returns an empty set whose databases commit at durability
+// d; close it when done.
+func NewDatabases(d sqldb.Durability) *Databases {
+	return &Databases{durability: d, byFile: map[string]*sql.DB{}}
+}
 
-// Open opens dsn read-write (sqldb.Open), or returns the handle already
-// open on the same SQLite file or PostgreSQL URL.
+// Open opens dsn read-write (sqldb.OpenDurable), or returns the handle
+// already open on the same SQLite file or PostgreSQL URL.
 func (d *Databases) Open(dsn string) (*sql.DB, error) {
 	name := dsn
 	if !sqldb.IsPostgres(dsn) {
@@ -42,7 +46,7 @@ func (d *Databases) Open(dsn string) (*sql.DB, error) {
 	if db, ok := d.byFile[name]; ok {
 		return db, nil
 	}
-	db, err := sqldb.Open(dsn)
+	db, err := sqldb.OpenDurable(dsn, d.durability)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +16,9 @@ const sweepBatch = 100
 // returns how many it logged. A failure is logged and left for the next
 // pass.
 func (c *Core) Sweep(ctx context.Context) int {
+	// Keys the kernel has logged but the table does not say so yet are
+	// not sent again.
+	c.FlushMarks(ctx)
 	pending, err := c.d.Keys.Unrecorded(ctx, sweepBatch)
 	if err != nil {
 		c.d.Log.Warn("sweep: list unrecorded effects", zap.Error(err))
@@ -37,18 +41,72 @@ func (c *Core) Sweep(ctx context.Context) int {
 	return n
 }
 
-// RunSweep runs [Core.Sweep] now and then every interval until ctx ends.
-// It always returns nil once ctx has ended, so it can run in an errgroup
-// beside the server.
+// RunSweep runs [Core.Sweep] now and then every interval until ctx ends,
+// and notes in the key table, as they come, the receipts the kernel has
+// logged (see [Core.FlushMarks]). It always returns nil once ctx has
+// ended, so it can run in an errgroup beside the server.
 func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	c.Sweep(ctx)
 	for {
-		c.Sweep(ctx)
 		select {
 		case <-ctx.Done():
+			// What is noted now is not sent again at the next start.
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			c.FlushMarks(flush)
+			cancel()
 			return nil
+		case <-c.marks.signal:
+			c.FlushMarks(ctx)
 		case <-t.C:
+			c.Sweep(ctx)
 		}
+	}
+}
+
+// marksBatch bounds the keys one statement marks recorded.
+const marksBatch = 256
+
+// marks are the keys whose receipts the kernel has logged and that the key
+// table does not say so yet. They are noted after the answer, in batches:
+// one commit (at full durability one fsync) for many effects instead of
+// one on every effect's path. A note lost to a crash only means the sweep
+// sends that receipt once more, and the kernel logs a receipt once.
+type marks struct {
+	mu      sync.Mutex
+	pending []string
+	signal  chan struct{}
+}
+
+func (m *marks) add(key string) {
+	m.mu.Lock()
+	m.pending = append(m.pending, key)
+	m.mu.Unlock()
+	select {
+	case m.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (m *marks) take() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.pending
+	m.pending = nil
+	return out
+}
+
+// FlushMarks notes in the key table every receipt the kernel has logged
+// since the last flush. A failure is logged; the keys stay unmarked and
+// the sweep sends their receipts again.
+func (c *Core) FlushMarks(ctx context.Context) {
+	keys := c.marks.take()
+	for len(keys) > 0 {
+		n := min(len(keys), marksBatch)
+		if err := c.d.Keys.MarkRecorded(ctx, keys[:n]...); err != nil {
+			c.d.Log.Warn("mark effects recorded", zap.Int("keys", n), zap.Error(err))
+		}
+		keys = keys[n:]
 	}
 }

@@ -132,8 +132,8 @@ func (c *Config) Validate() error {
 	if c.Listen.Agent == "" || c.Listen.Adapter == "" || c.Listen.Governance == "" {
 		errs = append(errs, errors.New("listen.agent, listen.adapter and listen.governance are required"))
 	}
-	if c.Durability != store.DurabilityFull && c.Durability != store.DurabilityNormal {
-		errs = append(errs, fmt.Errorf("durability must be full or normal, got %q", c.Durability))
+	if err := c.Durability.Check(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Peers.authority().Check(); err != nil {
 		errs = append(errs, fmt.Errorf("peers.serves: %w", err))

@@ -40,14 +40,7 @@ type shared struct {
 
 func openPostgres(ctx context.Context, dsn string, d Durability) (*Store, error) {
 	name := sqldb.Redact(dsn)
-	// full waits for the server's WAL flush at commit; normal does not
-	// (a server crash may lose the last commits, as SQLite's NORMAL may
-	// on power loss).
-	commit := "on"
-	if d == DurabilityNormal {
-		commit = "off"
-	}
-	db, err := sqldb.OpenPostgres(dsn, map[string]string{"synchronous_commit": commit})
+	db, err := sqldb.OpenPostgres(dsn, d.PostgresParams())
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
 	}

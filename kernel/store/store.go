@@ -21,15 +21,15 @@ import (
 // ErrNotFound marks a missing row.
 var ErrNotFound = errors.New("not found")
 
-// Durability selects how a commit reaches the disk.
-type Durability string
+// Durability selects how a commit reaches the disk (see sqldb.Durability).
+type Durability = sqldb.Durability
 
 // Durability levels. Full fsyncs every commit (survives power loss);
 // normal survives a process crash but may lose the last commits on power
 // loss.
 const (
-	DurabilityFull   Durability = "full"
-	DurabilityNormal Durability = "normal"
+	DurabilityFull   = sqldb.DurabilityFull
+	DurabilityNormal = sqldb.DurabilityNormal
 )
 
 // isOutstanding is the condition of a capability authorised and not yet
@@ -174,13 +174,9 @@ func Open(ctx context.Context, dsn string, d Durability) (*Store, error) {
 }
 
 func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) {
-	sync := "FULL"
-	if d == DurabilityNormal {
-		sync = "NORMAL"
-	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+sync+")")
+	q.Add("_pragma", d.SQLitePragma())
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
 	// Each update of a group commit runs in a savepoint, whose undo

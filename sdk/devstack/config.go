@@ -92,7 +92,7 @@ func (s *Stack) writeConfig(p member) error {
 		}
 		cfg = s.sidecar(p, own)
 	case Action:
-		own := map[string]any{"kernel_key": Kernel, "database": s.actionDB(p), "executors": s.sections.executors}
+		own := map[string]any{"kernel_key": Kernel, "database": s.actionDB(p), "durability": s.opts.Durability, "executors": s.sections.executors}
 		if len(s.sections.stateChecks) > 0 {
 			own["state_checks"] = s.sections.stateChecks
 		}

@@ -93,7 +93,8 @@ type Options struct {
 	// (per-agent topology only; default: binding.purpose of the first
 	// example's contract template).
 	Purpose string
-	// Durability of the kernel's store: "full" (default) or "normal".
+	// Durability of the kernel's store and the action adapters'
+	// databases: "full" (default) or "normal".
 	Durability string
 	// CapabilityTTL is the kernel's (default 5m).
 	CapabilityTTL time.Duration

@@ -37,19 +37,25 @@ func path(dsn string) (string, error) {
 
 func fileURI(p string) string { return "file:" + (&url.URL{Path: p}).EscapedPath() }
 
-// Open opens a database read-write, creating an SQLite file if needed. WAL
-// mode lets read-only readers (the verifier, the evidence adapter) read
-// while a writer commits.
-func Open(dsn string) (*sql.DB, error) {
+// Open opens a database read-write at full durability, creating an SQLite
+// file if needed. WAL mode lets read-only readers (the verifier, the
+// evidence adapter) read while a writer commits.
+func Open(dsn string) (*sql.DB, error) { return OpenDurable(dsn, DurabilityFull) }
+
+// OpenDurable is [Open] with commits at durability d.
+func OpenDurable(dsn string, d Durability) (*sql.DB, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
 	if IsPostgres(dsn) {
-		return OpenPostgres(dsn, nil)
+		return OpenPostgres(dsn, d.PostgresParams())
 	}
 	p, err := path(dsn)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate",
-		fileURI(p), busyTimeoutMillis))
+	db, err := sql.Open("sqlite", fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=%s&_txlock=immediate",
+		fileURI(p), busyTimeoutMillis, d.SQLitePragma()))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", p, err)
 	}
