@@ -351,8 +351,12 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = err // never started: nothing to undo
 			continue
 		}
+		// A started update runs to its end, whoever stops waiting for it:
+		// its statements are short, and the driver would watch a context
+		// that can end on a goroutine of its own for every statement.
+		ctx := context.WithoutCancel(j.ctx)
 		if !savepoints {
-			tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
+			tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
@@ -366,7 +370,7 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		tx := &txn{tx: sqlTx, ctx: j.ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
+		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		unprepared = append(unprepared, tx.unprepared...)
