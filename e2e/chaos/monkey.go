@@ -123,15 +123,7 @@ func (m *monkey) run(ctx context.Context) error {
 // processes that run clean.
 func (m *monkey) nextPoint(name string) string {
 	points := m.points[name]
-	p := ""
-	for range points {
-		next := points[m.next[name]%len(points)]
-		m.next[name]++
-		if !m.fig.hasFired(next) {
-			p = next
-			break
-		}
-	}
+	p := m.unfiredPoint(name)
 	if p == "" {
 		if m.rng.IntN(4) == 0 {
 			return ""
@@ -164,35 +156,73 @@ func (m *monkey) pause(ctx context.Context, d time.Duration) (done bool, err err
 	}
 }
 
-// await waits for name to die at its armed failpoint, then restarts it
-// without one; a failpoint not reached within FailpointWait (or before
-// the agents are done) is disarmed by a kill.
+// await waits for name to die at its armed failpoint, then restarts it:
+// with the next point that has not fired yet armed, and waits for that
+// one too, so that a run whose loops end early still reaches every point;
+// once all have fired, without one. A failpoint not reached within
+// FailpointWait (or before the agents are done) is disarmed by a kill.
 func (m *monkey) await(ctx context.Context, name, point string) error {
-	base, _, _ := strings.Cut(point, "@")
+	for point != "" {
+		base, _, _ := strings.Cut(point, "@")
+		died, err := m.awaitDeath(ctx, name)
+		if err != nil {
+			return err
+		}
+		if !died {
+			m.fig.fired(base, false)
+			m.st.Kill(name)
+			m.fig.killed(name, false)
+			_, err := m.restart(name, "")
+			return err
+		}
+		m.fig.killed(name, true)
+		m.fig.fired(base, true)
+		point = m.unfiredPoint(name)
+		fired, err := m.restart(name, point)
+		if err != nil {
+			return err
+		}
+		if fired {
+			point = ""
+		}
+	}
+	return nil
+}
+
+// awaitDeath waits up to FailpointWait, or until ctx ends, for name to
+// die; other deaths meanwhile are unexpected.
+func (m *monkey) awaitDeath(ctx context.Context, name string) (bool, error) {
 	timer := time.NewTimer(m.o.FailpointWait)
 	defer timer.Stop()
 	for {
 		select {
 		case died := <-m.st.Died():
-			if died != name {
-				if err := m.unexpected(died); err != nil {
-					return err
-				}
-				continue
+			if died == name {
+				return true, nil
 			}
-			m.fig.killed(name, true)
-			m.fig.fired(base, true)
-			_, err := m.restart(name, "")
-			return err
+			if err := m.unexpected(died); err != nil {
+				return false, err
+			}
 		case <-timer.C:
+			return false, nil
 		case <-ctx.Done():
+			return false, nil
 		}
-		m.fig.fired(base, false)
-		m.st.Kill(name)
-		m.fig.killed(name, false)
-		_, err := m.restart(name, "")
-		return err
 	}
+}
+
+// unfiredPoint is the next of name's failpoints that has not fired yet,
+// or "" when all have.
+func (m *monkey) unfiredPoint(name string) string {
+	points := m.points[name]
+	for range points {
+		next := points[m.next[name]%len(points)]
+		m.next[name]++
+		if !m.fig.hasFired(next) {
+			return next
+		}
+	}
+	return ""
 }
 
 // unexpected records a death that no kill and no failpoint explains and
