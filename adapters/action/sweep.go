@@ -49,6 +49,8 @@ func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	c.Sweep(ctx)
+	// flush fires marksDelay after the first key a flush will note.
+	var flush <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,6 +60,11 @@ func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 			cancel()
 			return nil
 		case <-c.marks.signal:
+			if flush == nil {
+				flush = time.After(marksDelay)
+			}
+		case <-flush:
+			flush = nil
 			c.FlushMarks(ctx)
 		case <-t.C:
 			c.Sweep(ctx)
@@ -65,8 +72,14 @@ func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// marksBatch bounds the keys one statement marks recorded.
-const marksBatch = 256
+// marksBatch bounds the keys one statement marks recorded; marksDelay is
+// how long the keys the kernel has logged gather before one commit notes
+// them all: at full durability that commit waits for the disk, and the
+// table is the one every effect's key is written to.
+const (
+	marksBatch = 256
+	marksDelay = 200 * time.Millisecond
+)
 
 // marks are the keys whose receipts the kernel has logged and that the key
 // table does not say so yet. They are noted after the answer, in batches:
