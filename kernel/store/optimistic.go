@@ -152,6 +152,9 @@ type mirror struct {
 	// redeemed): until then none is due. A task it does not name has
 	// none outstanding.
 	earliest map[string]time.Time
+	// issuedGen counts the commits that issued capabilities: a mark read
+	// from the table is kept only if none committed meanwhile.
+	issuedGen uint64
 }
 
 // maxEvidence bounds the evidence rows memory holds, maxCached the
@@ -252,6 +255,9 @@ func (s *Store) apply(c *batchChanges) {
 			m.earliest[i.task] = i.expires
 		}
 	}
+	if len(c.issued) > 0 {
+		m.issuedGen++
+	}
 	// Under mu: a reader filling memory after a miss checks that no
 	// commit moved the key since it began to read.
 	for _, k := range c.changes.touched {
@@ -331,13 +337,43 @@ func (t *txn) mirroredEvidence(receiptID string) (Evidence, bool) {
 }
 
 // noneDue reports whether memory knows that none of a task's capabilities
-// is due at now.
-func (t *txn) noneDue(taskID string, now time.Time) bool {
+// is due at now, and the count of commits that issued capabilities so far.
+func (t *txn) noneDue(taskID string, now time.Time) (bool, uint64) {
 	m := &t.s.mirror
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at, ok := m.earliest[taskID]
-	return !ok || !at.Before(now)
+	return !ok || !at.Before(now), m.issuedGen
+}
+
+// earliestQuery reads a task's earliest outstanding expiry through the
+// partial index of outstanding capabilities by task and expiry.
+var earliestQuery = `SELECT MIN(expires_at) FROM capabilities WHERE task_id = ? AND ` + isOutstanding
+
+// moveEarliest sets memory's mark of a task whose mark has passed with
+// nothing due (the capabilities that set it were redeemed) to its earliest
+// outstanding expiry, or drops it when none is outstanding; otherwise
+// every decision on the task would read the table until a restart. gen is
+// the count noneDue returned before the table was read: if a commit issued
+// capabilities since, the mark stays as it is, early, which costs only a
+// read.
+func (t *txn) moveEarliest(taskID string, gen uint64) error {
+	var at sql.NullString
+	if err := t.QueryRowContext(t.ctx, earliestQuery, taskID).Scan(&at); err != nil {
+		return fmt.Errorf("earliest expiry of task %q: %w", taskID, err)
+	}
+	m := &t.s.mirror
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.issuedGen != gen {
+		return nil
+	}
+	if at.Valid {
+		m.earliest[taskID] = parseTS(at.String)
+	} else {
+		delete(m.earliest, taskID)
+	}
+	return nil
 }
 
 // Usage is what a task's capabilities use up as last committed: their

@@ -391,9 +391,22 @@ var dueQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id
 // Due lists a task's unredeemed capabilities past their expiry at now:
 // those ExpireDue would mark.
 func (t *txn) Due(taskID string, now time.Time) ([]Capability, error) {
-	if t.cached() && t.noneDue(taskID, now) {
-		return nil, nil
+	var gen uint64
+	if t.cached() {
+		var none bool
+		if none, gen = t.noneDue(taskID, now); none {
+			return nil, nil
+		}
 	}
+	due, err := t.due(taskID, now)
+	if err != nil || !t.cached() || len(due) > 0 {
+		// Due capabilities keep the mark until they are marked expired.
+		return due, err
+	}
+	return nil, t.moveEarliest(taskID, gen)
+}
+
+func (t *txn) due(taskID string, now time.Time) ([]Capability, error) {
 	rows, err := t.QueryContext(t.ctx, dueQuery, taskID, ts(now))
 	if err != nil {
 		return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
