@@ -302,13 +302,9 @@ func (k *Kernel) WatchedRecords(ctx context.Context, sidecar string) ([]*kernelv
 		if err != nil {
 			return err
 		}
-		for _, r := range records {
-			src, key := splitRecord(r)
-			v, _, err := tx.RecordVersion(src, key)
-			if err != nil {
-				return err
-			}
-			out = append(out, &kernelv1.WatchedRecord{Source: src, RecordKey: key, StateVersion: v})
+		out = make([]*kernelv1.WatchedRecord, len(records))
+		for i, r := range records {
+			out[i] = &kernelv1.WatchedRecord{Source: r.Source, RecordKey: r.Key, StateVersion: r.StateVersion}
 		}
 		return nil
 	})
@@ -328,7 +324,7 @@ func (k *Kernel) watchedBy(tx store.Tx, sidecar, source, key string) error {
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(records, source+"/"+key) {
+	if !slices.ContainsFunc(records, func(w store.Watched) bool { return w.Source == source && w.Key == key }) {
 		return refuse(ErrDenied, "RECORD_OUTSIDE_BINDING", "sidecar %q serves agent %q, whose tasks have not read record %s/%s", sidecar, agent, source, key)
 	}
 	return nil

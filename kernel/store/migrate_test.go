@@ -146,7 +146,7 @@ func TestLookupsReadIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	queries := map[string]string{"watched": watchedQuery, "watched of an agent": watchedOfAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery,
+	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
 		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1")}
 	for name, keys := range map[string][2]string{"outstanding on a record": {"claims/C-1", ""}, "outstanding of a task": {"", "task-1"}, "outstanding on both": {"claims/C-1", "task-1"}} {

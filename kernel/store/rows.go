@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -593,45 +594,93 @@ func (t *txn) approvals(where string, args ...any) ([]Approval, error) {
 	return out, rows.Err()
 }
 
-// The records to watch, of every agent's tasks or of one agent's (what its
-// tasks read, or depend on). Each part reads an index of what is recent or
-// open, never the whole history.
+// The records to watch, of every agent's tasks or of one agent's: those
+// read or noted recently, with the state version the kernel holds, and
+// those that open work depends on. Each part reads an index of what is
+// recent or open, never the whole history.
 var (
-	watchedQuery = `
-		SELECT source || '/' || record_key FROM records WHERE seen_at >= ?
-		UNION SELECT record FROM capabilities WHERE ` + isOutstanding + ` AND record != ''
-		UNION SELECT record FROM approvals WHERE ` + isOpenApproval + ` AND record != ''
-		ORDER BY 1`
-	watchedOfAgentQuery = `
-		SELECT e.source || '/' || e.record_key FROM evidence e JOIN tasks k ON k.task_id = e.task_id WHERE k.agent = ? AND e.read_at >= ?
-		UNION SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
-		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''
-		ORDER BY 1`
+	seenQuery        = `SELECT source, record_key, state_version FROM records WHERE seen_at >= ?`
+	seenOfAgentQuery = `
+		SELECT e.source, e.record_key, COALESCE(r.state_version, '') FROM evidence e
+		JOIN tasks k ON k.task_id = e.task_id
+		LEFT JOIN records r ON r.source = e.source AND r.record_key = e.record_key
+		WHERE k.agent = ? AND e.read_at >= ?`
+	dependedQuery = `
+		SELECT record FROM capabilities WHERE ` + isOutstanding + ` AND record != ''
+		UNION SELECT record FROM approvals WHERE ` + isOpenApproval + ` AND record != ''`
+	dependedOfAgentQuery = `
+		SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
+		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''`
 )
 
-// WatchedRecords lists ("source/key") the records whose changes still
-// matter: those read or noted since since, and those that outstanding
-// capabilities or open approvals depend on; of every agent's tasks, or of
-// one agent's.
-func (t *txn) WatchedRecords(since time.Time, agent string) ([]string, error) {
-	var rows *sql.Rows
-	var err error
-	if agent == "" {
-		rows, err = t.QueryContext(t.ctx, watchedQuery, ts(since))
-	} else {
-		rows, err = t.QueryContext(t.ctx, watchedOfAgentQuery, agent, ts(since), agent, agent)
+// Watched is a record whose changes still matter, and its state version
+// as the kernel holds it ("" when it holds none).
+type Watched struct {
+	Source, Key, StateVersion string
+}
+
+// Record is the watched record as capabilities name it: "source/key".
+func (w Watched) Record() string { return w.Source + "/" + w.Key }
+
+// WatchedRecords lists the records whose changes still matter, ordered by
+// [Watched.Record]: those read or noted since since, and those that
+// outstanding capabilities or open approvals depend on; of every agent's
+// tasks, or of one agent's. The versions of the records read recently come
+// with them; only a record that open work alone depends on is looked up
+// on its own.
+func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
+	seen, args := seenQuery, []any{ts(since)}
+	depended, dargs := dependedQuery, []any(nil)
+	if agent != "" {
+		seen, args = seenOfAgentQuery, []any{agent, ts(since)}
+		depended, dargs = dependedOfAgentQuery, []any{agent, agent}
 	}
+	byRecord := map[string]Watched{}
+	rows, err := t.QueryContext(t.ctx, seen, args...)
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
-	defer rows.Close()
-	var out []string
+	for rows.Next() {
+		var w Watched
+		if err := rows.Scan(&w.Source, &w.Key, &w.StateVersion); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("watched records: %w", err)
+		}
+		byRecord[w.Record()] = w
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("watched records: %w", err)
+	}
+	rows, err = t.QueryContext(t.ctx, depended, dargs...)
+	if err != nil {
+		return nil, fmt.Errorf("watched records: %w", err)
+	}
+	var others []string
 	for rows.Next() {
 		var r string
 		if err := rows.Scan(&r); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("watched records: %w", err)
 		}
-		out = append(out, r)
+		if _, ok := byRecord[r]; !ok {
+			others = append(others, r)
+		}
 	}
-	return out, rows.Err()
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("watched records: %w", err)
+	}
+	for _, r := range others {
+		src, key, _ := strings.Cut(r, "/")
+		v, _, err := t.RecordVersion(src, key)
+		if err != nil {
+			return nil, err
+		}
+		byRecord[r] = Watched{Source: src, Key: key, StateVersion: v}
+	}
+	out := make([]Watched, 0, len(byRecord))
+	for _, w := range byRecord {
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b Watched) int { return strings.Compare(a.Record(), b.Record()) })
+	return out, nil
 }

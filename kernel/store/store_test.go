@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 
 	"bytes"
@@ -18,6 +19,7 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -655,5 +657,65 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 4 {
 		t.Errorf("schema_version rows = %d, %v; want the 4 there were", n, err)
+	}
+}
+
+// TestWatchedRecords: the records read or noted since the window began,
+// with the versions the store holds, and those outstanding capabilities
+// and open approvals depend on however long ago they were read; of every
+// agent's tasks, or of one agent's (what its tasks read or hold).
+func TestWatchedRecords(t *testing.T) {
+	s := newStore(t)
+	since := t0.Add(time.Hour)
+	const authorised = agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED
+	update(t, s, func(tx store.Tx) error {
+		for task, agent := range map[string]string{"task-1": "agent-1", "task-2": "agent-2"} {
+			if err := tx.BindTask(task, store.Task{ItemID: "CTR-1", Agent: agent}, t0); err != nil {
+				return err
+			}
+		}
+		for _, r := range []struct {
+			key, version string
+			at           time.Time
+		}{{"C-old", "v1", t0}, {"C-new", "v2", since.Add(time.Minute)}, {"C-held", "v3", t0}, {"C-other", "v4", since.Add(time.Minute)}} {
+			if err := tx.SetRecordVersion("claims", r.key, r.version, r.at); err != nil {
+				return err
+			}
+		}
+		for i, e := range []store.Evidence{
+			{TaskID: "task-1", Source: "claims", RecordKey: "C-new", ReadAt: since.Add(time.Minute)},
+			{TaskID: "task-1", Source: "claims", RecordKey: "C-new", ReadAt: since.Add(2 * time.Minute)},
+			{TaskID: "task-1", Source: "claims", RecordKey: "C-old", ReadAt: t0},
+			{TaskID: "task-2", Source: "claims", RecordKey: "C-other", ReadAt: since.Add(time.Minute)},
+		} {
+			e.ReceiptID, e.EnvelopeHash, e.StateVersion = fmt.Sprintf("evr-%d", i), "h", "v"
+			if _, err := tx.InsertEvidence(e); err != nil {
+				return err
+			}
+		}
+		// Read before the window, but a capability still depends on it;
+		// and one the store holds no version of.
+		if err := tx.InsertCapability(capability("a", "task-1", "claims/C-held", authorised, t0)); err != nil {
+			return err
+		}
+		return tx.InsertCapability(capability("b", "task-1", "claims/C-unseen", authorised, t0))
+	})
+	for agent, want := range map[string][]store.Watched{
+		"": {{Source: "claims", Key: "C-held", StateVersion: "v3"}, {Source: "claims", Key: "C-new", StateVersion: "v2"},
+			{Source: "claims", Key: "C-other", StateVersion: "v4"}, {Source: "claims", Key: "C-unseen"}},
+		"agent-1": {{Source: "claims", Key: "C-held", StateVersion: "v3"}, {Source: "claims", Key: "C-new", StateVersion: "v2"}, {Source: "claims", Key: "C-unseen"}},
+		"agent-2": {{Source: "claims", Key: "C-other", StateVersion: "v4"}},
+		"agent-9": {},
+	} {
+		view(t, s, func(tx store.Tx) error {
+			got, err := tx.WatchedRecords(since, agent)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("WatchedRecords(%q) (-want +got):\n%s", agent, diff)
+			}
+			return nil
+		})
 	}
 }

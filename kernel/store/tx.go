@@ -21,7 +21,7 @@ type Tx interface {
 	InsertEvidence(e Evidence) (inserted bool, err error)
 	NewerRead(source, key string, at time.Time) (bool, error)
 	Evidence(receiptID string) (Evidence, error)
-	WatchedRecords(since time.Time, agent string) ([]string, error)
+	WatchedRecords(since time.Time, agent string) ([]Watched, error)
 
 	InsertCapability(c Capability) error
 	Capability(id string) (Capability, error)
