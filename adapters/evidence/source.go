@@ -25,6 +25,13 @@ type Connector interface {
 	Close() error
 }
 
+// manyReader is a connector that reads many records at once, as the
+// watcher reads every record it watches on each pass (see
+// [SQLConnector.ReadMany]).
+type manyReader interface {
+	ReadMany(ctx context.Context, keys []string) (map[string]Record, error)
+}
+
 // Record is one record as a connector read it.
 type Record struct {
 	// Values maps every declared column to its value: nil, bool, int64,

@@ -48,6 +48,24 @@ func (s *SQLConnector) Read(ctx context.Context, key string) (Record, error) {
 	return s.shape.record(values)
 }
 
+// ReadMany reads the rows of many keys in a few statements and returns
+// the records it could read whole. A key it leaves out may name no row,
+// several, or a row the state version does not evaluate on: [Read] tells
+// which, with its error.
+func (s *SQLConnector) ReadMany(ctx context.Context, keys []string) (map[string]Record, error) {
+	rows, err := s.table.Rows(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSourceUnavailable, err)
+	}
+	out := make(map[string]Record, len(rows))
+	for key, values := range rows {
+		if r, err := s.shape.record(values); err == nil {
+			out[key] = r
+		}
+	}
+	return out, nil
+}
+
 // Check selects one key of the table.
 func (s *SQLConnector) Check(ctx context.Context) error { return s.table.Check(ctx) }
 

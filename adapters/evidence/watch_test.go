@@ -197,3 +197,44 @@ func TestCheckSources(t *testing.T) {
 		t.Errorf("Check after the table is back = %v", err)
 	}
 }
+
+// TestWatchReadsWhatABatchLeavesOut: the watcher reads an SQL source's
+// watched records a few statements at a time, and reads one by one what
+// such a read leaves out, so each record is judged as a read of it alone
+// would: an integer key watched as "007" is the row 7, unchanged; a key
+// that names two rows is unreadable, never gone; a deleted row is gone.
+func TestWatchReadsWhatABatchLeavesOut(t *testing.T) {
+	dbPath, db := database(t)
+	exec(t, db, `CREATE TABLE numbers (n INTEGER, label TEXT, revision INTEGER NOT NULL);
+		INSERT INTO numbers VALUES (7, 'seven', 1), (8, 'eight', 1), (8, 'again', 1)`)
+	cfgs := sqlSources(dbPath)
+	cfgs["numbers"] = evidence.SourceConfig{Provenance: "PROVENANCE_TRUSTED", SQL: &evidence.SQLSource{
+		Database: dbPath, Table: "numbers", Key: "n", Subject: "label",
+		StateVersion: `"n-v" + string(record.revision)`, Columns: []string{"n", "label", "revision"},
+	}}
+	k := &polling{kernel: &kernel{}}
+	f := newFixture(t, k, cfgs)
+	k.watch("cases_db", "K-1", "cases-v42")
+	k.watch("cases_db", "K-2", "cases-v1")
+	k.watch("numbers", "007", "n-v1")
+	k.watch("numbers", "8", "n-v1")
+	exec(t, db, `DELETE FROM cases WHERE case_id = 'K-2'`)
+	watching(t, f)
+	eventually(t, "K-2 reported gone", func() bool {
+		_, _, reports := k.calls()
+		return len(reports) > 0
+	})
+	k.afterPasses(t, 2)
+	_, _, reports := k.calls()
+	want := []*kernelv1.ReportStateChangeRequest{{Source: "cases_db", RecordKey: "K-2", StateVersion: ""}}
+	if diff := cmp.Diff(want, reports, protocmp.Transform(), protocmp.IgnoreFields(&kernelv1.ReportStateChangeRequest{}, "observed_at")); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+	found := false
+	for _, e := range f.logs.All() {
+		found = found || (e.Message == "watched record unreadable" && e.ContextMap()["record_key"] == "8")
+	}
+	if !found {
+		t.Error("the key that names two rows was not logged unreadable")
+	}
+}

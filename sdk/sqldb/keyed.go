@@ -19,9 +19,15 @@ var ErrAmbiguousKey = errors.New("matches more than one row")
 type KeyedTable struct {
 	db      *sql.DB
 	columns []string
-	// read selects the columns of the rows with a key; probe one key.
-	read, probe string
+	// read selects the columns of the rows with a key, prepared once as
+	// readStmt; probe selects one key. many selects the key and the
+	// columns of the rows whose key is one of a list, which it ends.
+	read, probe, many string
+	readStmt          *sql.Stmt
 }
+
+// maxKeys bounds the keys one statement of [KeyedTable.Rows] reads.
+const maxKeys = 256
 
 // OpenKeyedTable opens dsn read-only and checks that table has the key
 // column and every column. Errors name their key path under path:
@@ -44,13 +50,20 @@ func OpenKeyedTable(ctx context.Context, path, dsn, table, key string, columns [
 		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, Redact(dsn), err)
 	}
 	t, k := Ident(table), Column(table, key)
-	return &KeyedTable{
+	kt := &KeyedTable{
 		db:      db,
 		columns: slices.Clone(columns),
 		// LIMIT 2: a key that matches two rows names no one record.
 		read:  fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(sel, ", "), t, k),
 		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", k, t),
-	}, nil
+		many:  fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s IN (", k, strings.Join(sel, ", "), t, k),
+	}
+	// Parsing a statement costs more than running it on one row.
+	if kt.readStmt, err = db.PrepareContext(ctx, kt.read); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, Redact(dsn), err)
+	}
+	return kt, nil
 }
 
 func checkKeyedTable(ctx context.Context, db *sql.DB, path, dsn, table, key string, columns []string) error {
@@ -77,7 +90,7 @@ func checkKeyedTable(ctx context.Context, db *sql.DB, path, dsn, table, key stri
 // driver returns them: nil when there is no such row, ErrAmbiguousKey when
 // more than one matches.
 func (t *KeyedTable) Row(ctx context.Context, key string) (map[string]any, error) {
-	rows, err := t.db.QueryContext(ctx, t.read, key)
+	rows, err := t.readStmt.QueryContext(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -87,23 +100,86 @@ func (t *KeyedTable) Row(ctx context.Context, key string) (map[string]any, error
 		if n > 0 {
 			return nil, fmt.Errorf("key %q %w", key, ErrAmbiguousKey)
 		}
-		dest := make([]any, len(t.columns))
-		ptrs := make([]any, len(dest))
-		for i := range dest {
-			ptrs[i] = &dest[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		if _, record, err = t.scan(rows, false); err != nil {
 			return nil, err
-		}
-		record = make(map[string]any, len(dest))
-		for i, col := range t.columns {
-			record[col] = dest[i]
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return record, nil
+}
+
+// Rows reads the rows of many keys, a statement for every 256 of them,
+// and returns the columns of each key that matched exactly one row whose
+// key, as text, is the key asked for. A key it does not return may match
+// no row, more than one, or a row whose key reads differently (an
+// integer key asked for as "007"): [KeyedTable.Row] tells which.
+func (t *KeyedTable) Rows(ctx context.Context, keys []string) (map[string]map[string]any, error) {
+	found := make(map[string]map[string]any, len(keys))
+	twice := map[string]bool{}
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[k] = true
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), maxKeys)
+		args := make([]any, n)
+		for i, k := range keys[:n] {
+			args[i] = k
+		}
+		if err := t.rows(ctx, t.many+"?"+strings.Repeat(", ?", n-1)+")", args, asked, found, twice); err != nil {
+			return nil, err
+		}
+		keys = keys[n:]
+	}
+	for k := range twice {
+		delete(found, k)
+	}
+	return found, nil
+}
+
+func (t *KeyedTable) rows(ctx context.Context, query string, args []any, asked map[string]bool, found map[string]map[string]any, twice map[string]bool) error {
+	rows, err := t.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		key, record, err := t.scan(rows, true)
+		if err != nil {
+			return err
+		}
+		if !asked[key] {
+			continue // matched a key that reads differently: Row tells
+		}
+		if _, ok := found[key]; ok {
+			twice[key] = true
+		}
+		found[key] = record
+	}
+	return rows.Err()
+}
+
+// scan reads one row's columns, after its key when keyed.
+func (t *KeyedTable) scan(rows *sql.Rows, keyed bool) (string, map[string]any, error) {
+	dest := make([]any, len(t.columns)+1)
+	ptrs := make([]any, len(dest))
+	for i := range dest {
+		ptrs[i] = &dest[i]
+	}
+	if !keyed {
+		ptrs = ptrs[1:]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", nil, err
+	}
+	key, _ := Text(dest[0])
+	record := make(map[string]any, len(t.columns))
+	for i, col := range t.columns {
+		record[col] = dest[i+1]
+	}
+	return key, record, nil
 }
 
 // Check selects one key of the table; an empty table is readable.
@@ -119,4 +195,4 @@ func (t *KeyedTable) Check(ctx context.Context) error {
 func (t *KeyedTable) Columns() []string { return t.columns }
 
 // Close closes the database.
-func (t *KeyedTable) Close() error { return t.db.Close() }
+func (t *KeyedTable) Close() error { return errors.Join(t.readStmt.Close(), t.db.Close()) }

@@ -3,9 +3,12 @@ package sqldb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
@@ -63,5 +66,37 @@ func TestKeyedTable(t *testing.T) {
 	}
 	if err := kt.Check(ctx); err != nil {
 		t.Errorf("Check = %v", err)
+	}
+
+	// Many keys at once: only those that match one row, read as the key
+	// asked for; more keys than one statement takes.
+	keys := []string{"C-1", "C-2", "C-9"}
+	for i := range 300 {
+		keys = append(keys, fmt.Sprintf("N-%03d", i))
+	}
+	if _, err := db.Exec(`INSERT INTO claims VALUES ('N-299', 299, 'n')`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kt.Rows(ctx, keys)
+	want := map[string]map[string]any{"C-1": {"total": int64(1740), "note": "x"}, "N-299": {"total": int64(299), "note": "n"}}
+	if err != nil || !cmp.Equal(got, want) {
+		t.Errorf("Rows = %v, %v; want %v", got, err, want)
+	}
+
+	// An integer key asked for as text that reads differently is left to
+	// Row, which matches it as SQLite compares.
+	if _, err := db.Exec(`CREATE TABLE accounts (id INTEGER, owner TEXT); INSERT INTO accounts VALUES (7, 'a')`); err != nil {
+		t.Fatal(err)
+	}
+	at, err := sqldb.OpenKeyedTable(ctx, "src", p, "accounts", "id", []string{"owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Close()
+	if got, err := at.Rows(ctx, []string{"7", "007"}); err != nil || !cmp.Equal(got, map[string]map[string]any{"7": {"owner": "a"}}) {
+		t.Errorf("Rows(7, 007) = %v, %v; want 7 alone", got, err)
+	}
+	if r, err := at.Row(ctx, "007"); err != nil || r["owner"] != "a" {
+		t.Errorf("Row(007) = %v, %v; want owner a", r, err)
 	}
 }
