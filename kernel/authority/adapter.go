@@ -384,7 +384,7 @@ type Redeemed struct {
 // it: one that serves one agent redeems only that agent's capabilities.
 func (k *Kernel) Redeem(ctx context.Context, sidecar string, env *receiptv1.Envelope, key, holder string) (Redeemed, error) {
 	var c receiptv1.Capability
-	if err := k.self.Open(env, k.signer.KeyID(), &c); err != nil {
+	if err := k.signed.open(k.self, k.signer.KeyID(), env, &c); err != nil {
 		return Redeemed{}, refuse(ErrDenied, "CAPABILITY_INVALID", "capability: %v", err)
 	}
 	if key != c.GetIdempotencyKey() {

@@ -505,6 +505,8 @@ func (k *Kernel) write(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathere
 		if _, err := tx.Append(now, "capability", w.capRow.CapabilityID, w.capability); err != nil {
 			return err
 		}
+		id, env := w.capRow.CapabilityID, w.out.Capability
+		tx.OnCommit(func() { k.signed.add(id, env) })
 	}
 	if w.approval != nil {
 		if err := tx.InsertApproval(*w.approval); err != nil {

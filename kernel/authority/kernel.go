@@ -101,6 +101,8 @@ type Kernel struct {
 	requests window
 	// reserved is what decisions in flight may use up.
 	reserved reservations
+	// signed are the capabilities this kernel signed, for redemption.
+	signed signedCapabilities
 }
 
 // New builds a kernel over an opened store and loads the authority ledger

@@ -1,0 +1,61 @@
+package authority
+
+import (
+	"sync"
+
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/envelope"
+	"google.golang.org/protobuf/proto"
+)
+
+// maxIssued bounds the capabilities whose envelopes the kernel remembers.
+const maxIssued = 1 << 16
+
+// signedCapabilities remembers the digests of the capability envelopes this kernel
+// signed and committed, the most recent first to go when full. A
+// redemption presents one back: an envelope identical to one the kernel
+// signed (payload, key id and signature, see envelope.Digest) is that
+// signature, checked without a second Ed25519 verification. What it does
+// not remember (issued before a restart, or by another replica) is
+// verified as before.
+type signedCapabilities struct {
+	mu     sync.Mutex
+	digest map[string]string // capability id → envelope digest
+	order  []string
+	next   int
+}
+
+func (s *signedCapabilities) add(id string, env *receiptv1.Envelope) {
+	d := envelope.Digest(env)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.digest == nil {
+		s.digest, s.order = map[string]string{}, make([]string, maxIssued)
+	}
+	if _, ok := s.digest[id]; ok {
+		return
+	}
+	if old := s.order[s.next]; old != "" {
+		delete(s.digest, old)
+	}
+	s.digest[id], s.order[s.next] = d, id
+	s.next = (s.next + 1) % maxIssued
+}
+
+// open decodes a capability envelope into c: at once when it is one this
+// kernel issued, byte for byte, else after checking its signature with
+// self under key id signer.
+func (s *signedCapabilities) open(self envelope.Keyring, signer string, env *receiptv1.Envelope, c *receiptv1.Capability) error {
+	if env.GetPayloadType() == capabilityType && env.GetKeyId() == signer && proto.Unmarshal(env.GetPayload(), c) == nil {
+		s.mu.Lock()
+		d, ok := s.digest[c.GetCapabilityId()]
+		s.mu.Unlock()
+		if ok && d == envelope.Digest(env) {
+			return nil
+		}
+		proto.Reset(c)
+	}
+	return self.Open(env, signer, c)
+}
+
+var capabilityType = string((&receiptv1.Capability{}).ProtoReflect().Descriptor().FullName())
