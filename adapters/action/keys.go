@@ -73,6 +73,8 @@ var (
 // effect receipt, after. It is safe for concurrent use.
 type Keys struct {
 	db *sql.DB
+	// q runs the table's statements prepared once.
+	q *sqldb.Prepared
 }
 
 // The table's name is prefixed so that it cannot collide with a table of
@@ -109,7 +111,7 @@ func OpenKeys(ctx context.Context, db *sql.DB) (*Keys, error) {
 	if pg {
 		blob = "BYTEA"
 	}
-	k := &Keys{db: db}
+	k := &Keys{db: db, q: sqldb.NewPrepared(db)}
 	err := k.Tx(ctx, func(tx *sql.Tx) error {
 		if pg {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(keysLock)); err != nil {
@@ -148,7 +150,7 @@ func (k *Keys) DB() *sql.DB { return k.db }
 
 // Get returns the key's row; found is false when it has none.
 func (k *Keys) Get(ctx context.Context, key string) (e Entry, found bool, err error) {
-	e, err = scanEntry(k.db.QueryRowContext(ctx, selectEntry+` WHERE idempotency_key = ?`, key))
+	e, err = scanEntry(k.q.QueryRowContext(ctx, selectEntry+` WHERE idempotency_key = ?`, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, false, nil
 	}
@@ -164,14 +166,14 @@ func (k *Keys) Get(ctx context.Context, key string) (e Entry, found bool, err er
 // second waits for the first to commit (PostgreSQL) or for the database's
 // one writer (SQLite), then finds the key taken.
 func (k *Keys) Start(ctx context.Context, e Entry) error {
-	return k.insert(ctx, k.db, e, Started, nil)
+	return k.insert(ctx, k.q, e, Started, nil)
 }
 
 // StartDone writes e as Done with its receipt within tx, the transaction
 // that also writes the effect (an sql executor sharing this database).
 // When the key already has a row the error is [ErrKeyTaken].
 func (k *Keys) StartDone(ctx context.Context, tx *sql.Tx, e Entry, receipt *receiptv1.Envelope) error {
-	return k.insert(ctx, tx, e, Done, receipt)
+	return k.insert(ctx, k.q.In(tx), e, Done, receipt)
 }
 
 type execer interface {
@@ -213,7 +215,7 @@ func (k *Keys) Finish(ctx context.Context, key string, receipt *receiptv1.Envelo
 	if err != nil {
 		return fmt.Errorf("finish idempotency key %q: receipt: %w", key, err)
 	}
-	res, err := k.db.ExecContext(ctx, `UPDATE ambit_effect_keys SET state = 'done', receipt = ?
+	res, err := k.q.ExecContext(ctx, `UPDATE ambit_effect_keys SET state = 'done', receipt = ?
 		WHERE idempotency_key = ? AND state = 'started'`, blob, key)
 	if err != nil {
 		return fmt.Errorf("finish idempotency key %q: %w", key, err)
@@ -232,7 +234,7 @@ func (k *Keys) Finish(ctx context.Context, key string, receipt *receiptv1.Envelo
 // certainly left nothing at the target, so that the key can be attempted
 // afresh. A Done key, or another attempt's row, is kept.
 func (k *Keys) Abandon(ctx context.Context, key, effectID string) error {
-	if _, err := k.db.ExecContext(ctx, `DELETE FROM ambit_effect_keys WHERE idempotency_key = ? AND effect_id = ? AND state = 'started'`,
+	if _, err := k.q.ExecContext(ctx, `DELETE FROM ambit_effect_keys WHERE idempotency_key = ? AND effect_id = ? AND state = 'started'`,
 		key, effectID); err != nil {
 		return fmt.Errorf("abandon idempotency key %q: %w", key, err)
 	}

@@ -71,6 +71,8 @@ func (d *Databases) Close() error {
 // key whatever this adapter remembers.
 type sqlExecutor struct {
 	db *sql.DB
+	// q runs insert and lookup prepared once.
+	q *sqldb.Prepared
 	// columns are the mapped columns, sorted; mapped their expressions.
 	columns   []string
 	mapped    map[string]*expr.Program
@@ -105,6 +107,7 @@ func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databas
 	table := sqldb.Ident(cfg.Table)
 	return &sqlExecutor{
 		db:        db,
+		q:         sqldb.NewPrepared(db),
 		columns:   columns,
 		mapped:    c.mapped,
 		recordRef: c.recordRef,
@@ -346,15 +349,17 @@ type querier interface {
 
 func (e *sqlEffect) DB() *sql.DB { return e.x.db }
 
-func (e *sqlEffect) Do(ctx context.Context) (string, error) { return e.write(ctx, e.x.db) }
+func (e *sqlEffect) Do(ctx context.Context) (string, error) { return e.write(ctx, e.x.q) }
 
-func (e *sqlEffect) DoTx(ctx context.Context, tx *sql.Tx) (string, error) { return e.write(ctx, tx) }
+func (e *sqlEffect) DoTx(ctx context.Context, tx *sql.Tx) (string, error) {
+	return e.write(ctx, e.x.q.In(tx))
+}
 
 // Resolve looks the key's row up: missing, the effect never happened and
 // is written now; present, it is this effect if it holds exactly the
 // values this call maps to, and otherwise in doubt.
 func (e *sqlEffect) Resolve(ctx context.Context) (string, error) {
-	row, found, err := e.read(ctx, e.x.db)
+	row, found, err := e.read(ctx, e.x.q)
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,8 @@ type sqlConn struct {
 	spec  SQL
 	query string
 	db    *sql.DB
+	// q runs the query prepared once.
+	q *sqldb.Prepared
 }
 
 var _ connector = (*sqlConn)(nil)
@@ -44,7 +46,7 @@ func (c *sqlConn) open(ctx context.Context, _ string) error {
 			return fmt.Errorf("%s.database: read the schema of %s: %w", c.path, sqldb.Redact(c.spec.Database), err)
 		}
 	}
-	c.db = db
+	c.db, c.q = db, sqldb.NewPrepared(db)
 	c.query = selectByKey(c.spec, cols)
 	return nil
 }
@@ -81,7 +83,7 @@ func selectByKey(s SQL, cols []string) string {
 }
 
 func (c *sqlConn) read(ctx context.Context, in Input) (Reading, error) {
-	rows, err := c.db.QueryContext(ctx, c.query, in.Key)
+	rows, err := c.q.QueryContext(ctx, c.query, in.Key)
 	if err != nil {
 		return Reading{}, fmt.Errorf("%w: %s: %w", ErrUnreadable, c.spec.Table, err)
 	}
@@ -116,5 +118,5 @@ func (c *sqlConn) close() error {
 	if c.db == nil {
 		return nil
 	}
-	return c.db.Close()
+	return errors.Join(c.q.Close(), c.db.Close())
 }
