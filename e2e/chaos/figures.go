@@ -81,6 +81,18 @@ func (f *Figures) killed(process string, atFailpoint bool) {
 	}
 }
 
+// allKilled reports whether every process has been killed at least once.
+func (f *Figures) allKilled() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range f.Kills {
+		if k.Random+k.Failpoint == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func (f *Figures) failpoint(name string) *FailpointCount {
 	c, ok := f.Failpoints[name]
 	if !ok {

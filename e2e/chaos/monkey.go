@@ -157,10 +157,12 @@ func (m *monkey) pause(ctx context.Context, d time.Duration) (done bool, err err
 }
 
 // await waits for name to die at its armed failpoint, then restarts it:
-// with the next point that has not fired yet armed, and waits for that
-// one too, so that a run whose loops end early still reaches every point;
-// once all have fired, without one. A failpoint not reached within
-// FailpointWait (or before the agents are done) is disarmed by a kill.
+// once every process has been killed, with the next point that has not
+// fired yet armed, and waits for that one too, so that a run whose loops
+// end early still reaches every point; before that, or once all have
+// fired, without one (a short run kills every process first). A failpoint
+// not reached within FailpointWait (or before the agents are done) is
+// disarmed by a kill.
 func (m *monkey) await(ctx context.Context, name, point string) error {
 	for point != "" {
 		base, _, _ := strings.Cut(point, "@")
@@ -177,7 +179,10 @@ func (m *monkey) await(ctx context.Context, name, point string) error {
 		}
 		m.fig.killed(name, true)
 		m.fig.fired(base, true)
-		point = m.unfiredPoint(name)
+		point = ""
+		if m.fig.allKilled() {
+			point = m.unfiredPoint(name)
+		}
 		fired, err := m.restart(name, point)
 		if err != nil {
 			return err
