@@ -320,11 +320,11 @@ func (k *Kernel) watchedBy(tx store.Tx, sidecar, source, key string) error {
 	if !ok {
 		return nil
 	}
-	records, err := tx.WatchedRecords(k.clock().Add(-watchWindow), agent)
+	watched, err := tx.WatchedBy(k.clock().Add(-watchWindow), agent, source, key)
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(records, func(w store.Watched) bool { return w.Source == source && w.Key == key }) {
+	if !watched {
 		return refuse(ErrDenied, "RECORD_OUTSIDE_BINDING", "sidecar %q serves agent %q, whose tasks have not read record %s/%s", sidecar, agent, source, key)
 	}
 	return nil

@@ -146,7 +146,7 @@ func TestLookupsReadIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery,
+	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
 		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1")}
 	for name, keys := range map[string][2]string{"outstanding on a record": {"claims/C-1", ""}, "outstanding of a task": {"", "task-1"}, "outstanding on both": {"claims/C-1", "task-1"}} {
@@ -175,7 +175,9 @@ func TestLookupsReadIndexes(t *testing.T) {
 		for _, step := range steps {
 			// A search reads one range of an index. A scan reads all of
 			// one: only a partial index, of what is open, may be read so.
-			if strings.HasPrefix(step, "SCAN ") && !slices.ContainsFunc(partial, func(ix string) bool { return strings.HasSuffix(step, "INDEX "+ix) }) {
+			// (A SELECT without FROM scans its one constant row.)
+			if strings.HasPrefix(step, "SCAN ") && step != "SCAN CONSTANT ROW" &&
+				!slices.ContainsFunc(partial, func(ix string) bool { return strings.HasSuffix(step, "INDEX "+ix) }) {
 				t.Errorf("%s reads a whole table or index: %q in %q", name, step, steps)
 			}
 		}

@@ -613,6 +613,29 @@ var (
 		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''`
 )
 
+// watchedByAgentQuery asks whether one agent's tasks read a record since a
+// time, or hold an outstanding capability or an open approval on it: one
+// indexed search each, whatever the agent's other work.
+var watchedByAgentQuery = `
+	SELECT EXISTS (SELECT 1 FROM evidence e JOIN tasks k ON k.task_id = e.task_id
+		WHERE e.source = ? AND e.record_key = ? AND e.read_at >= ? AND k.agent = ?)
+	OR EXISTS (SELECT 1 FROM capabilities c JOIN tasks k ON k.task_id = c.task_id
+		WHERE c.record = ? AND c.` + isOutstanding + ` AND k.agent = ?)
+	OR EXISTS (SELECT 1 FROM approvals a JOIN tasks k ON k.task_id = a.task_id
+		WHERE a.record = ? AND a.` + isOpenApproval + ` AND k.agent = ?)`
+
+// WatchedBy reports whether agent's tasks watch the record: whether it is
+// among [Tx.WatchedRecords] of agent.
+func (t *txn) WatchedBy(since time.Time, agent, source, key string) (bool, error) {
+	var ok bool
+	record := source + "/" + key
+	err := t.QueryRowContext(t.ctx, watchedByAgentQuery, source, key, ts(since), agent, record, agent, record, agent).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("record %s watched by %s: %w", record, agent, err)
+	}
+	return ok, nil
+}
+
 // Watched is a record whose changes still matter, and its state version
 // as the kernel holds it ("" when it holds none).
 type Watched struct {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"bytes"
@@ -714,6 +715,16 @@ func TestWatchedRecords(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("WatchedRecords(%q) (-want +got):\n%s", agent, diff)
+			}
+			if agent == "" {
+				return nil
+			}
+			// One record asked about is watched exactly when it is listed.
+			for _, key := range []string{"C-old", "C-new", "C-held", "C-other", "C-unseen", "C-none"} {
+				in := slices.ContainsFunc(want, func(w store.Watched) bool { return w.Key == key })
+				if by, err := tx.WatchedBy(since, agent, "claims", key); err != nil || by != in {
+					t.Errorf("WatchedBy(%s, claims/%s) = %v, %v; want %v", agent, key, by, err, in)
+				}
 			}
 			return nil
 		})

@@ -22,6 +22,7 @@ type Tx interface {
 	NewerRead(source, key string, at time.Time) (bool, error)
 	Evidence(receiptID string) (Evidence, error)
 	WatchedRecords(since time.Time, agent string) ([]Watched, error)
+	WatchedBy(since time.Time, agent, source, key string) (bool, error)
 
 	InsertCapability(c Capability) error
 	Capability(id string) (Capability, error)
