@@ -48,8 +48,9 @@
 //
 // [Core.Watch] is coupling rule 3 at the moment of change: every
 // watch_interval it reads the state version of each record the kernel
-// watches (AdapterService/WatchedRecords) and reports each one that
-// changed or disappeared (AdapterService/ReportStateChange). The adapter
+// watches (AdapterService/WatchedRecords), an sql source's a few
+// statements at a time, and reports each one that changed or disappeared
+// (AdapterService/ReportStateChange). The adapter
 // starts through the process frame (service.MainSidecar), so its gRPC
 // health is SERVING only while the kernel serves and every source is
 // readable ([Core.Check], probed every health_interval).
