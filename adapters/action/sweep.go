@@ -55,8 +55,8 @@ func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 		select {
 		case <-ctx.Done():
 			// What is noted now is not sent again at the next start.
-			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			c.FlushMarks(flush)
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			c.FlushMarks(last)
 			cancel()
 			return nil
 		case <-c.marks.signal:
