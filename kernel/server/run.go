@@ -61,6 +61,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		return err
 	}
 	defer st.Close()
+	st.OnCheckpointError(func(err error) { p.Log.Warn("background WAL checkpoint failed; commits go on", zap.Error(err)) })
 	// The checkpoint signer signs notes with the identity's own key.
 	signKey, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
 	if err != nil {

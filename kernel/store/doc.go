@@ -12,5 +12,8 @@
 // commits in memory: task usage, the journal's head, version stamps of task
 // bindings and record versions, and the bindings, versions and evidence rows
 // read. [Store.Read] reads through that memory on connections of its own,
-// so that decisions are made outside the writer and checked in it.
+// so that decisions are made outside the writer and checked in it. Its
+// write-ahead log is copied into the database file in the background
+// (SQLite's checkpoints, not the journal's signed ones), so that no commit
+// waits for the copy.
 package store

@@ -158,6 +158,10 @@ type Store struct {
 	pending []*job
 	leading bool
 
+	// checkpoints copies an SQLite store's write-ahead log into its
+	// file, off the writer's path.
+	checkpoints *checkpointer
+
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
 	pg *shared
@@ -182,8 +186,11 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	// Each update of a group commit runs in a savepoint, whose undo
 	// journal would otherwise be a temporary file written on every row.
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// Checkpoints run in the background (checkpoint.go).
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages))
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	dsn := "file:" + path + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -207,7 +214,14 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	rdb.SetMaxOpenConns(8)
-	return newStore(ctx, db, rdb, nil)
+	s, err := newStore(ctx, db, rdb, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
 }
 
 func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
@@ -236,6 +250,9 @@ func (s *Store) Close() error {
 	var err error
 	if s.pg != nil {
 		err = s.pg.close()
+	}
+	if s.checkpoints != nil {
+		err = s.checkpoints.close()
 	}
 	return errors.Join(err, s.ro.Close(), s.db.Close())
 }
