@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,4 +84,42 @@ func TestCheckpointsOffTheWriter(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCheckpointFailureReported: a background checkpoint that fails is
+// reported to the hook OnCheckpointError set, and commits go on.
+func TestCheckpointFailureReported(t *testing.T) {
+	defer func(d time.Duration) { checkpointEvery = d }(checkpointEvery)
+	checkpointEvery = 10 * time.Millisecond
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	failed := make(chan error, 1)
+	s.OnCheckpointError(func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+	})
+	// The checkpoints' own connection gone, each tick fails.
+	if err := s.checkpoints.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "SQLite WAL") {
+			t.Errorf("reported %q, want it to name the store's SQLite WAL", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no failed checkpoint reported within 10s")
+	}
+	if err := s.Update(ctx, func(tx Tx) error {
+		_, err := tx.Append(time.Now(), "test", "after", []byte("x"))
+		return err
+	}); err != nil {
+		t.Fatalf("a commit after failed checkpoints: %v", err)
+	}
 }
