@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -271,7 +270,7 @@ func (k *Keys) MarkRecorded(ctx context.Context, keys ...string) error {
 	for i, key := range keys {
 		args[i] = key
 	}
-	query := `UPDATE ambit_effect_keys SET recorded = 1 WHERE idempotency_key IN (?` + strings.Repeat(", ?", len(keys)-1) + `)`
+	query := `UPDATE ambit_effect_keys SET recorded = 1 WHERE idempotency_key IN (` + sqldb.Placeholders(len(keys)) + `)`
 	if _, err := k.db.ExecContext(ctx, query, args...); err != nil {
 		return fmt.Errorf("mark %d idempotency keys recorded (first %q): %w", len(keys), keys[0], err)
 	}

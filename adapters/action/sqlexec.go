@@ -114,8 +114,8 @@ func openSQLExecutor(ctx context.Context, path string, c *compiled, dbs *Databas
 		// DO NOTHING rather than an error for a row a unique key refuses:
 		// on PostgreSQL an error would end the transaction the key's row
 		// shares, before the row could be read.
-		insert: fmt.Sprintf("INSERT INTO %s (%s) VALUES (?%s) ON CONFLICT DO NOTHING", table, strings.Join(quoted, ", "),
-			strings.Repeat(", ?", len(columns))),
+		insert: fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT DO NOTHING", table, strings.Join(quoted, ", "),
+			sqldb.Placeholders(len(columns)+1)),
 		// LIMIT 2: the key is unique, so a second row would be a table
 		// that changed under the adapter.
 		lookup: fmt.Sprintf("SELECT %s FROM %s WHERE %s = ? LIMIT 2", strings.Join(read, ", "), table, sqldb.Ident(cfg.KeyColumn)),

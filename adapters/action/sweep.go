@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // sweepBatch bounds the receipts one sweep pass re-sends.
@@ -72,14 +74,10 @@ func (c *Core) RunSweep(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// marksBatch bounds the keys one statement marks recorded; marksDelay is
-// how long the keys the kernel has logged gather before one commit notes
-// them all: at full durability that commit waits for the disk, and the
-// table is the one every effect's key is written to.
-const (
-	marksBatch = 256
-	marksDelay = 200 * time.Millisecond
-)
+// marksDelay is how long the keys the kernel has logged gather before one
+// commit notes them all: at full durability that commit waits for the
+// disk, and the table is the one every effect's key is written to.
+const marksDelay = 200 * time.Millisecond
 
 // marks are the keys whose receipts the kernel has logged and that the key
 // table does not say so yet. They are noted after the answer, in batches:
@@ -116,7 +114,7 @@ func (m *marks) take() []string {
 func (c *Core) FlushMarks(ctx context.Context) {
 	keys := c.marks.take()
 	for len(keys) > 0 {
-		n := min(len(keys), marksBatch)
+		n := min(len(keys), sqldb.MaxKeys)
 		if err := c.d.Keys.MarkRecorded(ctx, keys[:n]...); err != nil {
 			c.d.Log.Warn("mark effects recorded", zap.Int("keys", n), zap.Error(err))
 		}

@@ -11,8 +11,8 @@ import (
 // maxIssued bounds the capabilities whose envelopes the kernel remembers.
 const maxIssued = 1 << 16
 
-// signedCapabilities remembers the digests of the capability envelopes this kernel
-// signed and committed, the most recent first to go when full. A
+// signedCapabilities remembers the digests of the capability envelopes
+// this kernel signed and committed, the oldest first to go when full. A
 // redemption presents one back: an envelope identical to one the kernel
 // signed (payload, key id and signature, see envelope.Digest) is that
 // signature, checked without a second Ed25519 verification. What it does

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"crypto/ed25519"
+	"fmt"
 	"testing"
 
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
@@ -47,5 +48,12 @@ func TestSignedCapabilities(t *testing.T) {
 	}
 	if err := s.open(envelope.Keyring{"kernel": pub}, "kernel", other, &c); err != nil || c.GetCapabilityId() != "cap-2" {
 		t.Errorf("open(other, checked) = %v, %v", &c, err)
+	}
+	// Full, it forgets the oldest first.
+	for i := range maxIssued {
+		s.add(fmt.Sprintf("cap-x%d", i), other)
+	}
+	if err := s.open(none, "kernel", kept, &c); err == nil {
+		t.Errorf("the oldest of %d more capabilities still opened unchecked", maxIssued)
 	}
 }

@@ -404,38 +404,7 @@ func (s *Store) CommittedHead() journal.TreeHead {
 // ([Store.Versions]) in the update that acts on what it read. On an
 // exclusive store it reads through memory.
 func (s *Store) Read(ctx context.Context, fn func(tx Tx) error) error {
-	tx := &txn{ctx: ctx, s: s, stmts: &s.roStmts, mirrored: s.Exclusive()}
-	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
+	tx := &txn{ctx: ctx, s: s, stmts: s.roStmts, mirrored: s.Exclusive()}
+	defer func() { s.roStmts.PrepareAll(ctx, tx.unprepared) }()
 	return fn(tx)
-}
-
-// stmtCache holds one database's prepared statements by query text:
-// parsing SQL costs more than running most of the kernel's queries.
-type stmtCache struct {
-	db *sql.DB
-	m  sync.Map
-}
-
-// prepare caches statements for queries that ran unprepared. It runs
-// outside any transaction: an SQLite store has one writing connection.
-func (c *stmtCache) prepare(ctx context.Context, queries []string) {
-	for _, q := range queries {
-		if _, ok := c.m.Load(q); ok {
-			continue
-		}
-		st, err := c.db.PrepareContext(ctx, q)
-		if err != nil {
-			continue // it will run unprepared again
-		}
-		if _, loaded := c.m.LoadOrStore(q, st); loaded {
-			st.Close()
-		}
-	}
-}
-
-func (c *stmtCache) close() {
-	c.m.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
 }

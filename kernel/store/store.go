@@ -148,7 +148,7 @@ type Store struct {
 	size  atomic.Uint64
 	grown chan struct{}
 	// stmts and roStmts cache the prepared statements of db and ro.
-	stmts, roStmts stmtCache
+	stmts, roStmts *sqldb.Prepared
 	// versions and mirror follow an exclusive store's commits (see
 	// optimistic.go).
 	versions versions
@@ -226,7 +226,7 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 
 func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 	s := &Store{db: db, ro: ro, grown: make(chan struct{}, 1), pg: pg}
-	s.stmts.db, s.roStmts.db = db, ro
+	s.stmts, s.roStmts = sqldb.NewPrepared(db), sqldb.NewPrepared(ro)
 	s.versions.seed = maphash.MakeSeed()
 	s.frontier, s.frontierErr = journal.LoadFrontier(ctx, db)
 	if s.frontierErr != nil {
@@ -245,14 +245,14 @@ func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.stmts.close()
-	s.roStmts.close()
+	_ = s.stmts.Close()
+	_ = s.roStmts.Close()
 	var err error
 	if s.pg != nil {
 		err = s.pg.close()
 	}
 	if s.checkpoints != nil {
-		err = s.checkpoints.close()
+		err = errors.Join(err, s.checkpoints.close())
 	}
 	return errors.Join(err, s.ro.Close(), s.db.Close())
 }
@@ -362,7 +362,7 @@ func (s *Store) runBatch(batch []*job) {
 	savepoints := len(batch) > 1
 	// bt runs the batch's own statements (savepoints, the journal's rows)
 	// through the statement cache.
-	bt := &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: &s.stmts}
+	bt := &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: s.stmts}
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			results[i] = err // never started: nothing to undo
@@ -373,7 +373,7 @@ func (s *Store) runBatch(batch []*job) {
 		// that can end on a goroutine of its own for every statement.
 		ctx := context.WithoutCancel(j.ctx)
 		if !savepoints {
-			tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
+			tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged}
 			results[i] = runJob(j.fn, tx)
 			unprepared = append(unprepared, tx.unprepared...)
 			ran = results[i] == nil
@@ -387,7 +387,7 @@ func (s *Store) runBatch(batch []*job) {
 			results[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.stmts, write: true, batch: batchChanged}
+		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		unprepared = append(unprepared, tx.unprepared...)
@@ -448,7 +448,7 @@ func (s *Store) runBatch(batch []*job) {
 	} else {
 		s.frontier = frontier
 	}
-	s.stmts.prepare(context.Background(), append(unprepared, bt.unprepared...))
+	s.stmts.PrepareAll(context.Background(), append(unprepared, bt.unprepared...))
 	for i, j := range batch {
 		if results[i] == nil {
 			for _, h := range hooks[i] {
@@ -504,8 +504,8 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: &s.roStmts}
-	defer func() { s.roStmts.prepare(ctx, tx.unprepared) }()
+	tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.roStmts}
+	defer func() { s.roStmts.PrepareAll(ctx, tx.unprepared) }()
 	defer func() { _ = sqlTx.Rollback() }()
 	return fn(tx)
 }
@@ -585,7 +585,7 @@ type txn struct {
 	// store's frontier.
 	write bool
 	// stmts is the cache of the transaction's database.
-	stmts *stmtCache
+	stmts *sqldb.Prepared
 	// changes are what the update wrote that memory follows once it
 	// commits; batch, what the updates before it in its batch wrote.
 	changes changes
@@ -603,11 +603,11 @@ func (t *txn) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 // or nil when it is not prepared yet; then the query runs unprepared and is
 // prepared once the transaction has given its connection back.
 func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
-	if v, ok := t.stmts.m.Load(query); ok {
+	if st := t.stmts.Cached(query); st != nil {
 		if t.tx == nil {
-			return v.(*sql.Stmt)
+			return st
 		}
-		return t.tx.StmtContext(ctx, v.(*sql.Stmt))
+		return t.tx.StmtContext(ctx, st)
 	}
 	t.unprepared = append(t.unprepared, query)
 	return nil
@@ -615,11 +615,7 @@ func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // conn runs what is not prepared yet: the transaction, or for a Read the
 // read connections themselves.
-func (t *txn) conn() interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-} {
+func (t *txn) conn() sqldb.Querier {
 	if t.tx == nil {
 		return t.s.ro
 	}

@@ -13,30 +13,26 @@ import (
 // synchronous pragma, PostgreSQL's synchronous_commit), and an unknown
 // level opens nothing.
 func TestDurability(t *testing.T) {
-	for d, want := range map[sqldb.Durability]string{sqldb.DurabilityFull: "2", sqldb.DurabilityNormal: "1"} {
-		db, err := sqldb.OpenDurable(filepath.Join(t.TempDir(), "x.db"), d)
-		if err != nil {
-			t.Fatal(err)
+	// check opens each level with a fresh dsn and reads setting back.
+	check := func(dsn func() string, setting string, want map[sqldb.Durability]string) {
+		t.Helper()
+		for d, want := range want {
+			db, err := sqldb.OpenDurable(dsn(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := db.QueryRow(setting).Scan(&got); err != nil || got != want {
+				t.Errorf("%s: %s = %q, %v; want %q", d, setting, got, err, want)
+			}
+			db.Close()
 		}
-		var got string
-		if err := db.QueryRow(`PRAGMA synchronous`).Scan(&got); err != nil || got != want {
-			t.Errorf("%s: PRAGMA synchronous = %q, %v; want %q", d, got, err, want)
-		}
-		db.Close()
 	}
-	if _, err := sqldb.OpenDurable(filepath.Join(t.TempDir(), "x.db"), "eventually"); err == nil || !strings.Contains(err.Error(), "full or normal") {
+	file := func() string { return filepath.Join(t.TempDir(), "x.db") }
+	check(file, `PRAGMA synchronous`, map[sqldb.Durability]string{sqldb.DurabilityFull: "2", sqldb.DurabilityNormal: "1"})
+	if _, err := sqldb.OpenDurable(file(), "eventually"); err == nil || !strings.Contains(err.Error(), "full or normal") {
 		t.Errorf("OpenDurable(eventually) = %v", err)
 	}
-	dsn := pgtest.Database(t)
-	for d, want := range map[sqldb.Durability]string{sqldb.DurabilityFull: "on", sqldb.DurabilityNormal: "off"} {
-		db, err := sqldb.OpenDurable(dsn, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got string
-		if err := db.QueryRow(`SHOW synchronous_commit`).Scan(&got); err != nil || got != want {
-			t.Errorf("%s: synchronous_commit = %q, %v; want %q", d, got, err, want)
-		}
-		db.Close()
-	}
+	pg := pgtest.Database(t)
+	check(func() string { return pg }, `SHOW synchronous_commit`, map[sqldb.Durability]string{sqldb.DurabilityFull: "on", sqldb.DurabilityNormal: "off"})
 }

@@ -19,15 +19,13 @@ var ErrAmbiguousKey = errors.New("matches more than one row")
 type KeyedTable struct {
 	db      *sql.DB
 	columns []string
-	// read selects the columns of the rows with a key, prepared once as
-	// readStmt; probe selects one key. many selects the key and the
-	// columns of the rows whose key is one of a list, which it ends.
+	// q runs read prepared once.
+	q *Prepared
+	// read selects the columns of the rows with a key; probe selects one
+	// key. many selects the key and the columns of the rows whose key is
+	// one of a list, which it ends.
 	read, probe, many string
-	readStmt          *sql.Stmt
 }
-
-// maxKeys bounds the keys one statement of [KeyedTable.Rows] reads.
-const maxKeys = 256
 
 // OpenKeyedTable opens dsn read-only and checks that table has the key
 // column and every column. Errors name their key path under path:
@@ -58,11 +56,7 @@ func OpenKeyedTable(ctx context.Context, path, dsn, table, key string, columns [
 		probe: fmt.Sprintf("SELECT %s FROM %s LIMIT 1", k, t),
 		many:  fmt.Sprintf("SELECT %s, %s FROM %s WHERE %s IN (", k, strings.Join(sel, ", "), t, k),
 	}
-	// Parsing a statement costs more than running it on one row.
-	if kt.readStmt, err = db.PrepareContext(ctx, kt.read); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("%s.database: %s cannot be read: %w", path, Redact(dsn), err)
-	}
+	kt.q = NewPrepared(db)
 	return kt, nil
 }
 
@@ -90,7 +84,7 @@ func checkKeyedTable(ctx context.Context, db *sql.DB, path, dsn, table, key stri
 // driver returns them: nil when there is no such row, ErrAmbiguousKey when
 // more than one matches.
 func (t *KeyedTable) Row(ctx context.Context, key string) (map[string]any, error) {
-	rows, err := t.readStmt.QueryContext(ctx, key)
+	rows, err := t.q.QueryContext(ctx, t.read, key)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +104,7 @@ func (t *KeyedTable) Row(ctx context.Context, key string) (map[string]any, error
 	return record, nil
 }
 
-// Rows reads the rows of many keys, a statement for every 256 of them,
+// Rows reads the rows of many keys, a statement for every [MaxKeys] of them,
 // and returns the columns of each key that matched exactly one row whose
 // key, as text, is the key asked for. A key it does not return may match
 // no row, more than one, or a row whose key reads differently (an
@@ -123,12 +117,12 @@ func (t *KeyedTable) Rows(ctx context.Context, keys []string) (map[string]map[st
 		asked[k] = true
 	}
 	for len(keys) > 0 {
-		n := min(len(keys), maxKeys)
+		n := min(len(keys), MaxKeys)
 		args := make([]any, n)
 		for i, k := range keys[:n] {
 			args[i] = k
 		}
-		if err := t.rows(ctx, t.many+"?"+strings.Repeat(", ?", n-1)+")", args, asked, found, twice); err != nil {
+		if err := t.rows(ctx, t.many+Placeholders(n)+")", args, asked, found, twice); err != nil {
 			return nil, err
 		}
 		keys = keys[n:]
@@ -195,4 +189,4 @@ func (t *KeyedTable) Check(ctx context.Context) error {
 func (t *KeyedTable) Columns() []string { return t.columns }
 
 // Close closes the database.
-func (t *KeyedTable) Close() error { return errors.Join(t.readStmt.Close(), t.db.Close()) }
+func (t *KeyedTable) Close() error { return errors.Join(t.q.Close(), t.db.Close()) }

@@ -35,9 +35,34 @@ var (
 // stmt is query prepared; a query that does not prepare runs unprepared,
 // where it fails with the same error.
 func (p *Prepared) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st := p.Cached(query); st != nil {
+		return st
+	}
+	return p.prepare(ctx, query)
+}
+
+// Cached is query's statement if it is prepared already, else nil. A
+// database with one connection, which a transaction holds, cannot prepare
+// during it: it runs the query unprepared and prepares it afterwards
+// ([Prepared.PrepareAll]).
+func (p *Prepared) Cached(query string) *sql.Stmt {
 	if v, ok := p.m.Load(query); ok {
 		return v.(*sql.Stmt)
 	}
+	return nil
+}
+
+// PrepareAll prepares the queries not prepared yet; one that does not
+// prepare keeps running unprepared.
+func (p *Prepared) PrepareAll(ctx context.Context, queries []string) {
+	for _, q := range queries {
+		if p.Cached(q) == nil {
+			p.prepare(ctx, q)
+		}
+	}
+}
+
+func (p *Prepared) prepare(ctx context.Context, query string) *sql.Stmt {
 	st, err := p.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil

@@ -68,4 +68,19 @@ func TestPrepared(t *testing.T) {
 	if _, err := p.ExecContext(ctx, `INSERT INTO missing VALUES (?)`, 1); err == nil {
 		t.Error("a statement on a missing table ran")
 	}
+	// A database whose one connection a transaction holds runs new text
+	// unprepared, and prepares it afterwards.
+	const count = `SELECT COUNT(*) FROM kv`
+	if p.Cached(count) != nil {
+		t.Error("a query never run is cached")
+	}
+	p.PrepareAll(ctx, []string{count, `SELECT * FROM missing`})
+	if p.Cached(count) == nil {
+		t.Error("PrepareAll left a query unprepared")
+	}
+	for n, want := range map[int]string{0: "", 1: "?", 3: "?, ?, ?"} {
+		if got := Placeholders(n); got != want {
+			t.Errorf("Placeholders(%d) = %q, want %q", n, got, want)
+		}
+	}
 }

@@ -35,6 +35,20 @@ func path(dsn string) (string, error) {
 	return p, nil
 }
 
+// MaxKeys bounds the values one statement lists in an IN (...) clause: a
+// few statements for many keys, each well within every database's limit
+// on bound parameters.
+const MaxKeys = 256
+
+// Placeholders is n bound parameters, "?, ?, …", for an IN (...) list or
+// a row of values.
+func Placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return "?" + strings.Repeat(", ?", n-1)
+}
+
 func fileURI(p string) string { return "file:" + (&url.URL{Path: p}).EscapedPath() }
 
 // Open opens a database read-write at full durability, creating an SQLite
