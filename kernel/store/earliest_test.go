@@ -9,10 +9,12 @@ import (
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 )
 
-// TestEarliestMovesOn: once a task's earliest expiry has passed with
-// nothing due (its capability was redeemed), a read of its due
-// capabilities moves memory's mark to the next outstanding expiry, or
-// drops it, so that later decisions stop reading the table; a mark read
+// TestEarliestMovesOn: a task's mark is unknown until a read of its due
+// capabilities sets it, and issuing to an unknown task leaves it unknown
+// (older capabilities may expire sooner); once a task's earliest expiry
+// has passed with nothing due (its capability was redeemed), a read of its
+// due capabilities moves memory's mark to the next outstanding expiry, or
+// to none, so that later decisions stop reading the table; a mark read
 // while a commit issued capabilities is not kept.
 func TestEarliestMovesOn(t *testing.T) {
 	ctx := context.Background()
@@ -62,6 +64,15 @@ func TestEarliestMovesOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	update(func(tx Tx) error { return tx.InsertCapability(mk("z", t0.Add(time.Minute))) })
+	if at, ok := mark(); ok {
+		t.Fatalf("mark after issuing to an unknown task = %s, want unknown", at)
+	}
+	redeem("z")
+	due(t0)
+	if at, ok := mark(); !ok || !at.IsZero() {
+		t.Fatalf("mark after a read with nothing outstanding = %s %v, want none", at, ok)
+	}
 	update(func(tx Tx) error {
 		if err := tx.InsertCapability(mk("a", t0.Add(time.Minute))); err != nil {
 			return err
@@ -78,8 +89,8 @@ func TestEarliestMovesOn(t *testing.T) {
 	}
 	redeem("b")
 	due(t0.Add(11 * time.Minute))
-	if at, ok := mark(); ok {
-		t.Errorf("mark with nothing outstanding = %s, want none", at)
+	if at, ok := mark(); !ok || !at.IsZero() {
+		t.Errorf("mark with nothing outstanding = %s %v, want none", at, ok)
 	}
 
 	// After a commit that issued capabilities since the mark was checked,

@@ -147,10 +147,13 @@ type mirror struct {
 	evidence map[string]Evidence
 	order    []string
 	next     int
-	// earliest is the earliest expiry of each task's outstanding
-	// capabilities, or earlier (it is not moved later when one is
-	// redeemed): until then none is due. A task it does not name has
-	// none outstanding.
+	// earliest is, for each task whose outstanding capabilities were read
+	// since the store opened, the earliest expiry among them, or earlier
+	// (it is not moved later when one is redeemed): until then none is
+	// due. The zero time marks a task with none outstanding. A task it
+	// does not name is unknown: its due capabilities are read from the
+	// table, and that read leaves its mark here. At most maxCached tasks
+	// are named.
 	earliest map[string]time.Time
 	// issuedGen counts the commits that issued capabilities: a mark read
 	// from the table is kept only if none committed meanwhile.
@@ -164,15 +167,12 @@ const (
 	maxCached   = 1 << 18
 )
 
-// loadMirror starts memory from the database: every task's usage and
-// earliest outstanding expiry, as they are on disk.
+// loadMirror starts memory from the database: every task's usage, as it
+// is on disk.
 func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
 	m := &s.mirror
 	m.usage, m.tasks, m.records = map[string]*usage{}, map[string]Task{}, map[string]string{}
 	m.evidence, m.order, m.earliest = map[string]Evidence{}, make([]string, maxEvidence), map[string]time.Time{}
-	if err := s.loadEarliest(ctx, db); err != nil {
-		return err
-	}
 	rows, err := db.QueryContext(ctx, `SELECT task_id, currency, actions, amount_minor FROM task_usage`)
 	if err != nil {
 		return fmt.Errorf("load task usage: %w", err)
@@ -185,24 +185,6 @@ func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("load task usage: %w", err)
 		}
 		s.mirror.add(usageDelta{task: task, currency: currency, sign: actions, minor: minor})
-	}
-	return rows.Err()
-}
-
-// loadEarliest reads each task's earliest outstanding expiry, through the
-// partial index of outstanding capabilities (see isOutstanding).
-func (s *Store) loadEarliest(ctx context.Context, db *sql.DB) error {
-	rows, err := db.QueryContext(ctx, `SELECT task_id, MIN(expires_at) FROM capabilities WHERE `+isOutstanding+` GROUP BY task_id`)
-	if err != nil {
-		return fmt.Errorf("load capability expiries: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var task, at string
-		if err := rows.Scan(&task, &at); err != nil {
-			return fmt.Errorf("load capability expiries: %w", err)
-		}
-		s.mirror.earliest[task] = parseTS(at)
 	}
 	return rows.Err()
 }
@@ -251,7 +233,9 @@ func (s *Store) apply(c *batchChanges) {
 		m.remember(e)
 	}
 	for _, i := range c.issued {
-		if at, ok := m.earliest[i.task]; !ok || i.expires.Before(at) {
+		// An unknown task stays unknown: it may hold capabilities
+		// issued before the store opened that expire sooner.
+		if at, ok := m.earliest[i.task]; ok && (at.IsZero() || i.expires.Before(at)) {
 			m.earliest[i.task] = i.expires
 		}
 	}
@@ -343,20 +327,19 @@ func (t *txn) noneDue(taskID string, now time.Time) (bool, uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at, ok := m.earliest[taskID]
-	return !ok || !at.Before(now), m.issuedGen
+	return ok && (at.IsZero() || !at.Before(now)), m.issuedGen
 }
 
 // earliestQuery reads a task's earliest outstanding expiry through the
-// partial index of outstanding capabilities by task and expiry.
+// index of capabilities by task, status and expiry.
 var earliestQuery = `SELECT MIN(expires_at) FROM capabilities WHERE task_id = ? AND ` + isOutstanding
 
-// moveEarliest sets memory's mark of a task whose mark has passed with
-// nothing due (the capabilities that set it were redeemed) to its earliest
-// outstanding expiry, or drops it when none is outstanding; otherwise
-// every decision on the task would read the table until a restart. gen is
-// the count noneDue returned before the table was read: if a commit issued
-// capabilities since, the mark stays as it is, early, which costs only a
-// read.
+// moveEarliest sets memory's mark of a task with nothing due, whose mark
+// has passed (the capabilities that set it were redeemed) or is unknown,
+// to its earliest outstanding expiry, or to none; otherwise every decision
+// on the task would read the table. gen is the count noneDue returned
+// before the table was read: if a commit issued capabilities since, the
+// mark stays as it is, early or unknown, which costs only a read.
 func (t *txn) moveEarliest(taskID string, gen uint64) error {
 	var at sql.NullString
 	if err := t.QueryRowContext(t.ctx, earliestQuery, taskID).Scan(&at); err != nil {
@@ -368,11 +351,15 @@ func (t *txn) moveEarliest(taskID string, gen uint64) error {
 	if m.issuedGen != gen {
 		return nil
 	}
-	if at.Valid {
-		m.earliest[taskID] = parseTS(at.String)
-	} else {
-		delete(m.earliest, taskID)
+	if _, known := m.earliest[taskID]; !known && len(m.earliest) >= maxCached {
+		// Every task becomes unknown again, which costs a read each.
+		clear(m.earliest)
 	}
+	var mark time.Time // none outstanding
+	if at.Valid {
+		mark = parseTS(at.String)
+	}
+	m.earliest[taskID] = mark
 	return nil
 }
 

@@ -328,16 +328,18 @@ func (t *txn) UpdateCapability(c Capability) error {
 	return nil
 }
 
+// taskCapabilitiesQuery reads one task's capabilities through the index by
+// task.
+var taskCapabilitiesQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id = ? ORDER BY issued_at, capability_id`
+
 // Capabilities lists capabilities, oldest first: a task's, or all when
 // taskID is empty.
 func (t *txn) Capabilities(taskID string) ([]Capability, error) {
-	q := `SELECT ` + capabilityColumns + ` FROM capabilities`
-	var args []any
+	q, args := `SELECT `+capabilityColumns+` FROM capabilities ORDER BY issued_at, capability_id`, []any(nil)
 	if taskID != "" {
-		q += ` WHERE task_id = ?`
-		args = append(args, taskID)
+		q, args = taskCapabilitiesQuery, []any{taskID}
 	}
-	rows, err := t.QueryContext(t.ctx, q+` ORDER BY issued_at, capability_id`, args...)
+	rows, err := t.QueryContext(t.ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("capabilities: %w", err)
 	}

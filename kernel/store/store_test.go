@@ -652,12 +652,12 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	_ = s.Close()
 	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
-		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 3") {
-		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 3", err)
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 4") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 4", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 4 {
-		t.Errorf("schema_version rows = %d, %v; want the 4 there were", n, err)
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 5 {
+		t.Errorf("schema_version rows = %d, %v; want the 5 there were", n, err)
 	}
 }
 
