@@ -1,10 +1,13 @@
 package journal
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"time"
 
+	"github.com/transparency-dev/merkle"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
@@ -13,7 +16,30 @@ import (
 const hashSize = 32
 
 // Hasher is the tree's RFC 6962 hasher.
-var Hasher = rfc6962.DefaultHasher
+var Hasher = treeHasher{}
+
+// treeHasher hashes as rfc6962.DefaultHasher does, an interior node into
+// an array on the stack: the library's hasher allocates a digest for each
+// node, and every append and root hashes several.
+type treeHasher struct{}
+
+var _ merkle.LogHasher = treeHasher{}
+
+func (treeHasher) EmptyRoot() []byte           { return rfc6962.DefaultHasher.EmptyRoot() }
+func (treeHasher) Size() int                   { return hashSize }
+func (treeHasher) HashLeaf(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }
+
+func (treeHasher) HashChildren(l, r []byte) []byte {
+	if len(l) != hashSize || len(r) != hashSize {
+		return rfc6962.DefaultHasher.HashChildren(l, r)
+	}
+	var node [1 + 2*hashSize]byte
+	node[0] = rfc6962.RFC6962NodeHashPrefix
+	copy(node[1:], l)
+	copy(node[1+hashSize:], r)
+	h := sha256.Sum256(node[:])
+	return h[:]
+}
 
 // ranges builds compact ranges with the tree's hash.
 var ranges = &compact.RangeFactory{Hash: Hasher.HashChildren}
@@ -45,8 +71,27 @@ func LeafData(e *Entry) []byte {
 	return buf
 }
 
-// LeafHash is the RFC 6962 leaf hash of the entry's content.
-func LeafHash(e *Entry) []byte { return Hasher.HashLeaf(LeafData(e)) }
+// LeafHash is the RFC 6962 leaf hash of the entry's content: of its
+// LeafData, written to the digest part by part instead of copied into one
+// buffer first.
+func LeafHash(e *Entry) []byte {
+	d := sha256.New()
+	var head [1 + 16]byte
+	head[0] = rfc6962.RFC6962LeafHashPrefix
+	binary.BigEndian.PutUint64(head[1:], uint64(e.Seq))
+	binary.BigEndian.PutUint64(head[9:], uint64(e.At.UnixNano()))
+	d.Write(head[:])
+	var n [8]byte
+	for _, part := range [...]string{e.Kind, e.Ref} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		d.Write(n[:])
+		io.WriteString(d, part)
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(len(e.Body)))
+	d.Write(n[:])
+	d.Write(e.Body)
+	return d.Sum(make([]byte, 0, hashSize))
+}
 
 // TreeHead is the tree over the first Size entries, named by its root
 // hash: what a checkpoint signs.
