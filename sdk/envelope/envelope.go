@@ -21,12 +21,19 @@ const domain = "ambit-envelope-v1"
 // pae is the pre-authentication encoding signed: domain, type and payload,
 // each length-prefixed so no two inputs encode alike.
 func pae(payloadType string, payload []byte) []byte {
-	buf := make([]byte, 0, len(domain)+len(payloadType)+len(payload)+16)
+	buf := make([]byte, 0, paeHead(payloadType)+len(payload))
+	return append(appendPAEHead(buf, payloadType, len(payload)), payload...)
+}
+
+// paeHead is the length of the encoding before the payload.
+func paeHead(payloadType string) int { return len(domain) + 8 + len(payloadType) + 8 }
+
+// appendPAEHead appends the encoding's part before a payload of n bytes.
+func appendPAEHead(buf []byte, payloadType string, n int) []byte {
 	buf = append(buf, domain...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payloadType)))
 	buf = append(buf, payloadType...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(payload)))
-	return append(buf, payload...)
+	return binary.BigEndian.AppendUint64(buf, uint64(n))
 }
 
 // Signer seals records with one key.
@@ -45,16 +52,22 @@ func (s *Signer) KeyID() string { return s.keyID }
 
 // Sign serialises m and signs it.
 func (s *Signer) Sign(m proto.Message) (*receiptv1.Envelope, error) {
-	payload, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("sign %s: %w", m.ProtoReflect().Descriptor().FullName(), err)
-	}
 	typ := string(m.ProtoReflect().Descriptor().FullName())
+	// The payload is marshalled after room for the encoding's head, which
+	// is filled in once its length is known: what is signed is then the
+	// whole buffer, without a copy of the payload.
+	head := paeHead(typ)
+	buf, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(make([]byte, head), m)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s: %w", typ, err)
+	}
+	payload := buf[head:len(buf):len(buf)]
+	appendPAEHead(buf[:0], typ, len(payload))
 	return &receiptv1.Envelope{
 		PayloadType: typ,
 		Payload:     payload,
 		KeyId:       s.keyID,
-		Signature:   ed25519.Sign(s.key, pae(typ, payload)),
+		Signature:   ed25519.Sign(s.key, buf),
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package envelope_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -30,6 +31,11 @@ func TestSignOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The payload is the receipt's deterministic encoding alone, though it
+	// was marshalled after the signed encoding's head.
+	if want, _ := (proto.MarshalOptions{Deterministic: true}).Marshal(receipt); !bytes.Equal(env.Payload, want) || cap(env.Payload) != len(env.Payload) {
+		t.Errorf("payload = %x (capacity %d), want %x", env.Payload, cap(env.Payload), want)
+	}
 	var got receiptv1.EffectReceipt
 	if err := ring.Open(env, "action", &got); err != nil {
 		t.Fatalf("Open: %v", err)
