@@ -235,7 +235,10 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 	defer k.reserved.release(p.TaskID, g.plan.Amount.Currency, g.plan.Amount.Minor)
 	// Usage is read after the reservations: a decision that released its
 	// own has its capability in the committed usage by then.
-	count, sum := k.store.Usage(p.TaskID, g.plan.Amount.Currency)
+	count, sum, err := k.store.Usage(ctx, p.TaskID, g.plan.Amount.Currency)
+	if err != nil {
+		return nil, nil, err
+	}
 	var due []store.Capability
 	err = k.store.Read(ctx, func(tx store.Tx) error {
 		if err := k.readState(tx, p, call, g); err != nil {

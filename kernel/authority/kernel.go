@@ -52,7 +52,7 @@ type Store interface {
 	Exclusive() bool
 	Read(ctx context.Context, fn func(tx store.Tx) error) error
 	Versions(keys []string) []uint64
-	Usage(taskID, currency string) (count int32, sum int64)
+	Usage(ctx context.Context, taskID, currency string) (count int32, sum int64, err error)
 	CommittedHead() journal.TreeHead
 }
 

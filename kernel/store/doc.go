@@ -9,9 +9,10 @@
 // agent-facing API never reaches this package.
 //
 // An exclusive store (SQLite: no other process writes it) also follows its
-// commits in memory: task usage, the journal's head, version stamps of task
-// bindings and record versions, and the bindings, versions and evidence rows
-// read. [Store.Read] reads through that memory on connections of its own,
+// commits in memory: the journal's head, version stamps of task bindings
+// and record versions, and the bindings, versions and evidence rows read.
+// It keeps each task's usage in memory alone, counted from the task's
+// capabilities the first time it is asked for after a start. [Store.Read] reads through that memory on connections of its own,
 // so that decisions are made outside the writer and checked in it. Its
 // write-ahead log is copied into the database file in the background
 // (SQLite's checkpoints, not the journal's signed ones), so that no commit

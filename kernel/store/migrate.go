@@ -36,9 +36,10 @@ var migrations = []migration{
 	// records and listing tasks read what they select, not the whole
 	// history.
 	{version: 3, stmts: append(slices.Clone(journal.KindIndex), lookupIndexes...), sqlite: withoutRowid},
-	// One page fewer per decision: a task's capabilities, outstanding or
-	// not, are found through one index instead of two.
-	{version: 4, stmts: taskIndex},
+	// Two pages fewer per decision: a task's capabilities, outstanding or
+	// not, are found through one index instead of two, and on SQLite a
+	// task's usage is kept in memory alone.
+	{version: 4, stmts: taskIndex, sqlite: []string{`DROP TABLE IF EXISTS task_usage`}},
 }
 
 // taskIndex replaces the index of capabilities by task and the partial one
@@ -46,11 +47,13 @@ var migrations = []migration{
 // status and expiry, which answers both: an issued capability writes one
 // index entry for its task instead of two. Which of a task's capabilities
 // are outstanding is then read lazily, task by task (see Store.noneDue),
-// not at start-up from the whole index.
+// not at start-up from the whole index. The index holds each capability's
+// currency and amount too, so that a task's usage is counted from it
+// alone (see txn.countUsage).
 var taskIndex = []string{
 	`DROP INDEX IF EXISTS capabilities_task`,
 	`DROP INDEX IF EXISTS capabilities_outstanding`,
-	`CREATE INDEX capabilities_task ON capabilities (task_id, status, expires_at)`,
+	`CREATE INDEX capabilities_task ON capabilities (task_id, status, expires_at, currency, amount_minor)`,
 }
 
 // lookupIndexes serve the records to watch (those seen or read lately and

@@ -75,8 +75,8 @@ func TestMigrateToVersion3(t *testing.T) {
 	if c.TaskID != "task-1" || c.IdempotencyKey != "idem-1" || c.AmountMinor != 1740 || !c.ExpiresAt.Equal(at.Add(time.Hour)) || c.Holder != "agent" {
 		t.Errorf("capability after the migration = %+v", c)
 	}
-	if n, sum := s.Usage("task-1", "GBP"); n != 1 || sum != 1740 {
-		t.Errorf("usage after the migration = %d, %d; want 1, 1740", n, sum)
+	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 1 || sum != 1740 {
+		t.Errorf("usage after the migration = %d, %d, %v; want 1, 1740", n, sum, err)
 	}
 	canon, err := s.EntriesOfKind(ctx, journal.ReplayedKind)
 	if err != nil {
@@ -93,14 +93,12 @@ func TestMigrateToVersion3(t *testing.T) {
 		t.Errorf("decision entries = %+v, %v; want dec-1", decisions, err)
 	}
 
-	for _, table := range []string{"capabilities", "task_usage"} {
-		var ddl string
-		if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&ddl); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
-			t.Errorf("%s is %s, want a WITHOUT ROWID table", table, ddl)
-		}
+	var ddl string
+	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'capabilities'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
+		t.Errorf("capabilities is %s, want a WITHOUT ROWID table", ddl)
 	}
 	indexes := indexNames(t, s)
 	indexNames0 = indexes
@@ -109,7 +107,6 @@ func TestMigrateToVersion3(t *testing.T) {
 			t.Errorf("indexes %v lack %s", indexes, want)
 		}
 	}
-	var ddl string
 	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'capabilities_record'`).Scan(&ddl); err != nil || !strings.HasSuffix(ddl, isOutstanding) {
 		t.Errorf("capabilities_record is %q (%v), want outstanding capabilities alone", ddl, err)
 	}
@@ -139,10 +136,12 @@ func TestMigrateToVersion3(t *testing.T) {
 }
 
 // TestMigrateToVersion4 opens a database a version-3 kernel wrote, with
-// one outstanding capability past its expiry and one redeemed: the two
-// indexes by task become one by task, status and expiry, and the first
-// read of the task's due capabilities after the start finds the expired
-// one in the table, though no mark was loaded at start-up.
+// one outstanding capability past its expiry and one redeemed, and usage
+// counters that disagree with them: the two indexes by task become one by
+// task, status, expiry, currency and amount; the first read of the task's
+// due capabilities after the start finds the expired one in the table,
+// though no mark was loaded at start-up; the counters' table is gone, and
+// the task's usage is counted from its capabilities.
 func TestMigrateToVersion4(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "k.db")
@@ -164,6 +163,9 @@ func TestMigrateToVersion4(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 7, 7000)`); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +180,16 @@ func TestMigrateToVersion4(t *testing.T) {
 		t.Errorf("indexes %v still hold capabilities_outstanding", indexes)
 	}
 	var ddl string
-	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'capabilities_task'`).Scan(&ddl); err != nil || !strings.HasSuffix(ddl, "(task_id, status, expires_at)") {
-		t.Errorf("capabilities_task is %q (%v), want an index by task, status and expiry", ddl, err)
+	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'capabilities_task'`).Scan(&ddl); err != nil || !strings.HasSuffix(ddl, "(task_id, status, expires_at, currency, amount_minor)") {
+		t.Errorf("capabilities_task is %q (%v), want an index by task, status, expiry, currency and amount", ddl, err)
+	}
+	var tables int
+	if err := s.ro.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'task_usage'`).Scan(&tables); err != nil || tables != 0 {
+		t.Errorf("task_usage tables = %d, %v; want none", tables, err)
+	}
+	// Both capabilities count (the redeemed one too): 2 actions, 3480.
+	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 2 || sum != 3480 {
+		t.Errorf("usage after the start = %d, %d, %v; want 2, 3480 from the capabilities", n, sum, err)
 	}
 	err = s.Read(ctx, func(tx Tx) error {
 		due, err := tx.Due("task-1", at.Add(time.Hour))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +135,11 @@ func (b *batchChanges) add(c changes) {
 
 // mirror follows an exclusive store's commits.
 type mirror struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// usage is, for each task whose usage was counted since the store
+	// opened, what its capabilities use up as last committed: the only
+	// count an exclusive store keeps. A task it does not name is counted
+	// in the writer the first time it is asked for (see exclusiveUsage).
 	usage map[string]*usage
 	head  atomic.Pointer[journal.TreeHead]
 	// tasks and records hold the bindings and record versions read since
@@ -167,26 +173,11 @@ const (
 	maxCached   = 1 << 18
 )
 
-// loadMirror starts memory from the database: every task's usage, as it
-// is on disk.
-func (s *Store) loadMirror(ctx context.Context, db *sql.DB) error {
-	m := &s.mirror
+// start makes memory ready to follow an exclusive store: empty, filled by
+// what is read and committed, nothing read at start-up.
+func (m *mirror) start() {
 	m.usage, m.tasks, m.records = map[string]*usage{}, map[string]Task{}, map[string]string{}
 	m.evidence, m.order, m.earliest = map[string]Evidence{}, make([]string, maxEvidence), map[string]time.Time{}
-	rows, err := db.QueryContext(ctx, `SELECT task_id, currency, actions, amount_minor FROM task_usage`)
-	if err != nil {
-		return fmt.Errorf("load task usage: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var task, currency string
-		var actions, minor int64
-		if err := rows.Scan(&task, &currency, &actions, &minor); err != nil {
-			return fmt.Errorf("load task usage: %w", err)
-		}
-		s.mirror.add(usageDelta{task: task, currency: currency, sign: actions, minor: minor})
-	}
-	return rows.Err()
 }
 
 func (m *mirror) remember(e Evidence) {
@@ -201,12 +192,15 @@ func (m *mirror) remember(e Evidence) {
 	m.next = (m.next + 1) % maxEvidence
 }
 
+// add moves a counted task's usage by d; an uncounted task stays so, and
+// is counted with d when it is.
 func (m *mirror) add(d usageDelta) {
-	u := m.usage[d.task]
-	if u == nil {
-		u = &usage{minor: map[string]int64{}}
-		m.usage[d.task] = u
+	if u := m.usage[d.task]; u != nil {
+		u.add(d)
 	}
+}
+
+func (u *usage) add(d usageDelta) {
 	u.actions += d.sign
 	u.minor[d.currency] += d.minor
 }
@@ -365,15 +359,81 @@ func (t *txn) moveEarliest(taskID string, gen uint64) error {
 
 // Usage is what a task's capabilities use up as last committed: their
 // number, and their sum in currency. Only an exclusive store knows it; on
-// others it is zero and decisions read [Tx.Usage] in the writer.
-func (s *Store) Usage(taskID, currency string) (count int32, sum int64) {
+// others it is zero and decisions read [Tx.Usage] in the writer. A task
+// not counted since the store opened is counted first, in the writer.
+func (s *Store) Usage(ctx context.Context, taskID, currency string) (count int32, sum int64, err error) {
+	if s.pg != nil {
+		return 0, 0, nil
+	}
+	count, sum, ok := s.committedUsage(taskID, currency)
+	if ok {
+		return count, sum, nil
+	}
+	if err := s.Update(ctx, func(tx Tx) error { _, _, err := tx.Usage(taskID, currency); return err }); err != nil {
+		return 0, 0, err
+	}
+	count, sum, _ = s.committedUsage(taskID, currency)
+	return count, sum, nil
+}
+
+// committedUsage is memory's count of a task's usage, if it holds one.
+func (s *Store) committedUsage(taskID, currency string) (int32, int64, bool) {
 	s.mirror.mu.Lock()
 	defer s.mirror.mu.Unlock()
 	u := s.mirror.usage[taskID]
 	if u == nil {
-		return 0, 0
+		return 0, 0, false
 	}
-	return int32(u.actions), u.minor[currency]
+	return int32(u.actions), u.minor[currency], true
+}
+
+// exclusiveUsage is a task's usage on an exclusive store as this
+// transaction sees it. A read counts the capabilities it sees. The writer
+// adds the changes its batch made so far to memory's count, the committed
+// usage; a task memory has not counted it counts from its capabilities,
+// and keeps that count less the batch's changes as the committed usage:
+// in the writer, the table and memory agree, as no commit can come
+// between them.
+func (t *txn) exclusiveUsage(taskID string) (usage, error) {
+	if !t.write {
+		return t.countUsage(taskID)
+	}
+	var pending []usageDelta
+	if t.batch != nil {
+		pending = t.batch.usage
+	}
+	m := &t.s.mirror
+	m.mu.Lock()
+	committed := m.usage[taskID]
+	var u usage
+	if committed != nil {
+		u = usage{actions: committed.actions, minor: maps.Clone(committed.minor)}
+	}
+	m.mu.Unlock()
+	if committed == nil {
+		seen, err := t.countUsage(taskID)
+		if err != nil {
+			return usage{}, err
+		}
+		base := usage{actions: seen.actions, minor: maps.Clone(seen.minor)}
+		for _, d := range slices.Concat(pending, t.changes.usage) {
+			if d.task == taskID {
+				base.add(usageDelta{currency: d.currency, sign: -d.sign, minor: -d.minor})
+			}
+		}
+		m.mu.Lock()
+		if m.usage[taskID] == nil {
+			m.usage[taskID] = &base
+		}
+		m.mu.Unlock()
+		return seen, nil
+	}
+	for _, d := range slices.Concat(pending, t.changes.usage) {
+		if d.task == taskID {
+			u.add(d)
+		}
+	}
+	return u, nil
 }
 
 // CommittedHead is the journal's tree head as last committed by this

@@ -111,6 +111,71 @@ func TestStampsWithinABatch(t *testing.T) {
 	}
 }
 
+// TestUsageCountedInABatch: updates grouped into commits each issue a
+// capability to a task memory has not counted, some then fail, and each
+// asks for the task's usage in the writer, which must count what the
+// update sees. Whichever update counts the task first, with the batch's
+// earlier capabilities already in the table, memory ends with the
+// committed count: that of the updates that succeeded, as a read of the
+// table counts it.
+func TestUsageCountedInABatch(t *testing.T) {
+	s := newStore(t)
+	if !s.Exclusive() {
+		t.Skip("only an exclusive store keeps usage in memory")
+	}
+	ctx := context.Background()
+	const n = 48
+	errFail := errors.New("fail after issuing")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Update(ctx, func(tx store.Tx) error {
+				c := capability(fmt.Sprint("b-", i), "task-b", "r", 0, t0)
+				c.Status, c.Currency, c.AmountMinor, c.ExpiresAt = agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, "GBP", 10, t0.Add(time.Hour)
+				if err := tx.InsertCapability(c); err != nil {
+					return err
+				}
+				// What the writer counts is what it sees in the table.
+				n, _, err := tx.Usage("task-b", "GBP")
+				if err != nil {
+					return err
+				}
+				if caps, err := tx.Capabilities("task-b"); err != nil || int(n) != len(caps) {
+					t.Errorf("usage in the writer = %d; the table holds %d capabilities (%v)", n, len(caps), err)
+				}
+				if i%3 == 0 {
+					return errFail
+				}
+				return nil
+			})
+			switch {
+			case err == nil:
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			case !errors.Is(err, errFail):
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	count, sum, err := s.Usage(ctx, "task-b", "GBP")
+	if err != nil || count != int32(ok) || sum != int64(10*ok) {
+		t.Errorf("usage in memory = %d, %d, %v; want %d, %d", count, sum, err, ok, 10*ok)
+	}
+	view(t, s, func(tx store.Tx) error {
+		c, sum, err := tx.Usage("task-b", "GBP")
+		if err != nil || c != int32(ok) || sum != int64(10*ok) {
+			t.Errorf("usage in the table = %d, %d, %v; want %d, %d", c, sum, err, ok, 10*ok)
+		}
+		return nil
+	})
+}
+
 // TestUsageMirror: the usage memory holds equals the committed counters
 // after inserts, status changes, expiry and rolled-back updates.
 func TestUsageMirror(t *testing.T) {
@@ -122,11 +187,11 @@ func TestUsageMirror(t *testing.T) {
 		t.Helper()
 		for _, task := range []string{"task-1", "task-2", "task-9"} {
 			for _, cur := range []string{"GBP", "EUR"} {
-				mc, ms := s.Usage(task, cur)
+				mc, ms, merr := s.Usage(ctx, task, cur)
 				view(t, s, func(tx store.Tx) error {
 					c, sum, err := tx.Usage(task, cur)
-					if err != nil || c != mc || sum != ms {
-						t.Errorf("%s: usage of %s in %s: memory %d, %d; database %d, %d, %v", what, task, cur, mc, ms, c, sum, err)
+					if err != nil || merr != nil || c != mc || sum != ms {
+						t.Errorf("%s: usage of %s in %s: memory %d, %d, %v; database %d, %d, %v", what, task, cur, mc, ms, merr, c, sum, err)
 					}
 					return nil
 				})
@@ -176,14 +241,14 @@ func TestUsageMirror(t *testing.T) {
 		return tx.UpdateCapability(c)
 	})
 	check("after a revocation")
-	// A store opened again starts from the database's counters.
-	want1, _ := s.Usage("task-1", "GBP")
+	// A store opened again counts a task's usage from its capabilities.
+	want1, _, _ := s.Usage(ctx, "task-1", "GBP")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, path)
 	check("after reopening")
-	if got, _ := s.Usage("task-1", "GBP"); got != want1 || got != 1 {
+	if got, _, _ := s.Usage(ctx, "task-1", "GBP"); got != want1 || got != 1 {
 		t.Errorf("usage of task-1 after reopening = %d, want %d (1)", got, want1)
 	}
 	// and from the outstanding capabilities' expiries: a Read finds a

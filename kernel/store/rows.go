@@ -355,16 +355,19 @@ func (t *txn) Capabilities(taskID string) ([]Capability, error) {
 	return out, rows.Err()
 }
 
-// use adds (sign 1) or removes (sign -1) a capability from its task's usage.
+// use adds (sign 1) or removes (sign -1) a capability from its task's
+// usage: in the table other replicas read, or, on an exclusive store, in
+// memory once the update commits (see Store.Usage).
 func (t *txn) use(c Capability, sign int64) error {
+	if t.s.pg == nil {
+		t.changes.usage = append(t.changes.usage, usageDelta{task: c.TaskID, currency: c.Currency, sign: sign, minor: sign * c.AmountMinor})
+		return nil
+	}
 	_, err := t.ExecContext(t.ctx, `INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES (?, ?, ?, ?)
 		ON CONFLICT (task_id, currency) DO UPDATE SET actions = task_usage.actions + excluded.actions, amount_minor = task_usage.amount_minor + excluded.amount_minor`,
 		c.TaskID, c.Currency, sign, sign*c.AmountMinor)
 	if err != nil {
 		return fmt.Errorf("usage of task %q: %w", c.TaskID, err)
-	}
-	if t.s.pg == nil {
-		t.changes.usage = append(t.changes.usage, usageDelta{task: c.TaskID, currency: c.Currency, sign: sign, minor: sign * c.AmountMinor})
 	}
 	return nil
 }
@@ -431,12 +434,48 @@ func (t *txn) due(taskID string, now time.Time) ([]Capability, error) {
 // ExpireDue first in a write transaction, or subtract what Effective calls
 // expired.
 func (t *txn) Usage(taskID, currency string) (count int32, sum int64, err error) {
+	if t.s.pg == nil {
+		u, err := t.exclusiveUsage(taskID)
+		if err != nil {
+			return 0, 0, err
+		}
+		return int32(u.actions), u.minor[currency], nil
+	}
 	err = t.QueryRowContext(t.ctx, `SELECT COALESCE(SUM(actions), 0), COALESCE(SUM(CASE WHEN currency = ? THEN amount_minor ELSE 0 END), 0)
 		FROM task_usage WHERE task_id = ?`, currency, taskID).Scan(&count, &sum)
 	if err != nil {
 		return 0, 0, fmt.Errorf("usage of task %q: %w", taskID, err)
 	}
 	return count, sum, nil
+}
+
+// usageQuery counts a task's capabilities that use up its grant, by
+// currency, from the index by task alone.
+var usageQuery = fmt.Sprintf(`SELECT currency, COUNT(*), SUM(amount_minor) FROM capabilities
+	WHERE task_id = ? AND status NOT IN (%d, %d) GROUP BY currency`, capability.Revoked, capability.Expired)
+
+// countUsage counts a task's usage from its capabilities as this
+// transaction sees them.
+func (t *txn) countUsage(taskID string) (usage, error) {
+	u := usage{minor: map[string]int64{}}
+	rows, err := t.QueryContext(t.ctx, usageQuery, taskID)
+	if err != nil {
+		return usage{}, fmt.Errorf("usage of task %q: %w", taskID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var currency string
+		var n, minor int64
+		if err := rows.Scan(&currency, &n, &minor); err != nil {
+			return usage{}, fmt.Errorf("usage of task %q: %w", taskID, err)
+		}
+		u.actions += n
+		u.minor[currency] += minor
+	}
+	if err := rows.Err(); err != nil {
+		return usage{}, fmt.Errorf("usage of task %q: %w", taskID, err)
+	}
+	return u, nil
 }
 
 // Request is the recorded answer to a proposal submitted with a request id.

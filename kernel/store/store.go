@@ -236,9 +236,7 @@ func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 	head := s.frontier.Head()
 	s.mirror.head.Store(&head)
 	if pg == nil {
-		if err := s.loadMirror(ctx, db); err != nil {
-			return nil, errors.Join(err, ro.Close(), db.Close())
-		}
+		s.mirror.start()
 	}
 	return s, nil
 }
