@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -132,8 +134,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, svc *testService, opts ...serve.Option) *fixture {
 	t.Helper()
+	return newFixtureAt(t, zap.DebugLevel, svc, opts...)
+}
+
+// newFixtureAt is newFixture with a logger that writes lines of level and
+// above.
+func newFixtureAt(t *testing.T, level zapcore.Level, svc *testService, opts ...serve.Option) *fixture {
+	t.Helper()
 	dir := devPKI(t)
-	core, logs := observer.New(zap.DebugLevel)
+	core, logs := observer.New(level)
 	log := zap.New(core)
 	tlsCfg, err := pki.ServerTLS(pki.IdentityDir(dir, "kernel"), "kernel")
 	if err != nil {
@@ -526,16 +535,29 @@ func TestUndecodableRequest(t *testing.T) {
 }
 
 // TestCallLog checks the one line logged per call: Ambit's field names,
-// the caller from its certificate and the duration with its unit.
+// the caller from its certificate and the call's duration with its unit;
+// a success is logged only by a logger that writes debug lines.
 func TestCallLog(t *testing.T) {
-	f := newFixture(t, &testService{unary: func(context.Context) error { return status.Error(codes.NotFound, "no such claim") }})
+	const took = 20 * time.Millisecond
+	var calls atomic.Int32
+	refuseFirst := &testService{unary: func(context.Context) error {
+		time.Sleep(took)
+		if calls.Add(1) == 1 {
+			return status.Error(codes.NotFound, "no such claim")
+		}
+		return nil
+	}}
+	f := newFixtureAt(t, zap.InfoLevel, refuseFirst)
 	client := testpb.NewTestServiceClient(dial(t, f.dir, f.addr, "kernel"))
 	if _, err := client.UnaryCall(callCtx(t), &testpb.SimpleRequest{}); status.Code(err) != codes.NotFound {
 		t.Fatalf("UnaryCall = %v", err)
 	}
+	if _, err := client.UnaryCall(callCtx(t), &testpb.SimpleRequest{}); err != nil {
+		t.Fatalf("UnaryCall = %v", err)
+	}
 	lines := f.logs.FilterMessage("call").All()
 	if len(lines) != 1 {
-		t.Fatalf("%d call lines, want 1", len(lines))
+		t.Fatalf("%d call lines, want the refusal's alone", len(lines))
 	}
 	got := lines[0].ContextMap()
 	if lines[0].Level != zap.InfoLevel {
@@ -546,8 +568,17 @@ func TestCallLog(t *testing.T) {
 			t.Errorf("%s = %v, want %v", key, got[key], want)
 		}
 	}
-	if _, ok := got["took"].(time.Duration); !ok {
-		t.Errorf("took = %#v, want a duration", got["took"])
+	if d, ok := got["took"].(time.Duration); !ok || d < took {
+		t.Errorf("took = %#v, want a duration of at least the call's %s", got["took"], took)
+	}
+	debug := newFixture(t, &testService{unary: func(context.Context) error { time.Sleep(took); return nil }})
+	if _, err := testpb.NewTestServiceClient(dial(t, debug.dir, debug.addr, "kernel")).UnaryCall(callCtx(t), &testpb.SimpleRequest{}); err != nil {
+		t.Fatalf("UnaryCall = %v", err)
+	}
+	if lines := debug.logs.FilterMessage("call").All(); len(lines) != 1 || lines[0].Level != zap.DebugLevel || lines[0].ContextMap()["grpc_code"] != "OK" {
+		t.Errorf("a success logged by a debug logger: %+v, want one debug line", lines)
+	} else if d, ok := lines[0].ContextMap()["took"].(time.Duration); !ok || d < took {
+		t.Errorf("took = %#v, want at least %s", lines[0].ContextMap()["took"], took)
 	}
 	for _, key := range []string{"grpc.service", "grpc.method", "grpc.code", "grpc.component", "grpc.start_time"} {
 		if _, ok := got[key]; ok {
