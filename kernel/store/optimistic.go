@@ -372,7 +372,11 @@ func (s *Store) Usage(ctx context.Context, taskID, currency string) (count int32
 	if err := s.Update(ctx, func(tx Tx) error { _, _, err := tx.Usage(taskID, currency); return err }); err != nil {
 		return 0, 0, err
 	}
-	count, sum, _ = s.committedUsage(taskID, currency)
+	if count, sum, ok = s.committedUsage(taskID, currency); !ok {
+		// Never zero for a task not counted: that would grant its whole
+		// allowance again.
+		return 0, 0, fmt.Errorf("usage of task %q was not counted", taskID)
+	}
 	return count, sum, nil
 }
 
