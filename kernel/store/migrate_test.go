@@ -14,11 +14,10 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 )
 
-// TestMigrateToVersion3 opens a database a version-2 kernel wrote: its
-// capabilities, usage and journal survive the rebuild of their tables, the
-// ledger's entries are still read back by kind, and through the index
-// that now holds them alone.
-func TestMigrateToVersion3(t *testing.T) {
+// databaseAt is a new SQLite database as a kernel of schema version left
+// it: its path, and a connection to fill it through.
+func databaseAt(t *testing.T, version int) (string, *sql.DB) {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "k.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
@@ -28,19 +27,36 @@ func TestMigrateToVersion3(t *testing.T) {
 	if err := journal.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	if err := migrateTo(ctx, db, false, 2); err != nil {
+	if err := migrateTo(ctx, db, false, version); err != nil {
 		t.Fatal(err)
 	}
+	return path, db
+}
+
+// insertCapabilityRow writes a capability of task-1 for 1740 GBP straight
+// into the table, as an older kernel would have.
+func insertCapabilityRow(t *testing.T, db *sql.DB, id string, status int, issued, expires time.Time) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, "dec-"+id, "task-1", "claims/C-1", "v1", "idem-"+id, "refund", "GBP", 1740, status, "", "", "", ts(issued), ts(expires), "", "h", "agent"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrateToVersion3 opens a database a version-2 kernel wrote: its
+// capabilities, usage and journal survive the rebuild of their tables, the
+// ledger's entries are still read back by kind, and through the index
+// that now holds them alone.
+func TestMigrateToVersion3(t *testing.T) {
+	ctx := context.Background()
+	path, db := databaseAt(t, 2)
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for _, e := range []struct{ kind, ref string }{{"canon", "CTR-1"}, {"decision", "dec-1"}, {"canon", "CTR-2"}, {"capability", "cap-1"}} {
 		if _, err := journal.Append(ctx, db, at, e.kind, e.ref, []byte(e.ref)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Exec(`INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		"cap-1", "dec-1", "task-1", "claims/C-1", "v1", "idem-1", "refund", "GBP", 1740, 1, "", "", "", ts(at), ts(at.Add(time.Hour)), "", "h", "agent"); err != nil {
-		t.Fatal(err)
-	}
+	insertCapabilityRow(t, db, "cap-1", 1, at, at.Add(time.Hour))
 	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 1, 1740)`); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +88,7 @@ func TestMigrateToVersion3(t *testing.T) {
 	if err := s.View(ctx, func(tx Tx) error { c, err = tx.Capability("cap-1"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if c.TaskID != "task-1" || c.IdempotencyKey != "idem-1" || c.AmountMinor != 1740 || !c.ExpiresAt.Equal(at.Add(time.Hour)) || c.Holder != "agent" {
+	if c.TaskID != "task-1" || c.IdempotencyKey != "idem-cap-1" || c.AmountMinor != 1740 || !c.ExpiresAt.Equal(at.Add(time.Hour)) || c.Holder != "agent" {
 		t.Errorf("capability after the migration = %+v", c)
 	}
 	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 1 || sum != 1740 {
@@ -144,24 +160,10 @@ func TestMigrateToVersion3(t *testing.T) {
 // the task's usage is counted from its capabilities.
 func TestMigrateToVersion4(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "k.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := journal.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if err := migrateTo(ctx, db, false, 3); err != nil {
-		t.Fatal(err)
-	}
+	path, db := databaseAt(t, 3)
 	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for i, status := range []int{1, 2} {
-		id := fmt.Sprintf("cap-%d", i+1)
-		if _, err := db.Exec(`INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, "dec-"+id, "task-1", "claims/C-1", "v1", "idem-"+id, "refund", "GBP", 1740, status, "", "", "", ts(at), ts(at.Add(time.Minute)), "", "h", "agent"); err != nil {
-			t.Fatal(err)
-		}
+		insertCapabilityRow(t, db, fmt.Sprintf("cap-%d", i+1), status, at, at.Add(time.Minute))
 	}
 	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 7, 7000)`); err != nil {
 		t.Fatal(err)
