@@ -393,6 +393,25 @@ func TestSubmitSecondActionDenied(t *testing.T) {
 	}
 }
 
+// TestSubmitCountsUsageAfterARestart: the task's one action, used before
+// the kernel restarts, is still used after it: the restarted kernel counts
+// the task's usage from its capabilities before it decides.
+func TestSubmitCountsUsageAfterARestart(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	w.allowed(task)
+	if err := w.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.st = w.openStore()
+	w.k = w.newKernel(w.st)
+	env, _ := w.read(task)
+	d := w.submit(proposal(task, refund(1740, subject), env))
+	if diff := cmp.Diff(verdict{"OUTCOME_DENY", []string{"ACTION_COUNT_EXCEEDS_GRANT"}}, verdictOf(d)); diff != "" || d.GetCapability() != nil {
+		t.Errorf("verdict after a restart (-want +got):\n%s", diff)
+	}
+}
+
 func TestSubmitExpiredUnredeemedCapabilityFreesTheCount(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
