@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -61,14 +62,10 @@ type Entry struct {
 // kind, ref and body, each prefixed by its length (8 bytes, big-endian), so
 // no two entries encode alike. Any change to any part changes the leaf.
 func LeafData(e *Entry) []byte {
-	buf := make([]byte, 0, 40+len(e.Kind)+len(e.Ref)+len(e.Body))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(e.Seq))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(e.At.UnixNano()))
-	for _, part := range [][]byte{[]byte(e.Kind), []byte(e.Ref), e.Body} {
-		buf = binary.BigEndian.AppendUint64(buf, uint64(len(part)))
-		buf = append(buf, part...)
-	}
-	return buf
+	var buf bytes.Buffer
+	buf.Grow(40 + len(e.Kind) + len(e.Ref) + len(e.Body))
+	writeLeaf(&buf, e)
+	return buf.Bytes()
 }
 
 // LeafHash is the RFC 6962 leaf hash of the entry's content: of its
@@ -76,21 +73,29 @@ func LeafData(e *Entry) []byte {
 // buffer first.
 func LeafHash(e *Entry) []byte {
 	d := sha256.New()
-	var head [1 + 16]byte
-	head[0] = rfc6962.RFC6962LeafHashPrefix
-	binary.BigEndian.PutUint64(head[1:], uint64(e.Seq))
-	binary.BigEndian.PutUint64(head[9:], uint64(e.At.UnixNano()))
-	d.Write(head[:])
-	var n [8]byte
-	for _, part := range [...]string{e.Kind, e.Ref} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		d.Write(n[:])
-		io.WriteString(d, part)
-	}
-	binary.BigEndian.PutUint64(n[:], uint64(len(e.Body)))
-	d.Write(n[:])
-	d.Write(e.Body)
+	d.Write(leafPrefix)
+	writeLeaf(d, e)
 	return d.Sum(make([]byte, 0, hashSize))
+}
+
+// leafPrefix is RFC 6962's domain prefix of a leaf hash.
+var leafPrefix = []byte{rfc6962.RFC6962LeafHashPrefix}
+
+// writeLeaf writes the entry's LeafData to w, part by part.
+func writeLeaf(w io.Writer, e *Entry) {
+	var n [8]byte
+	put := func(v int64) {
+		binary.BigEndian.PutUint64(n[:], uint64(v))
+		w.Write(n[:])
+	}
+	put(e.Seq)
+	put(e.At.UnixNano())
+	for _, part := range [...]string{e.Kind, e.Ref} {
+		put(int64(len(part)))
+		io.WriteString(w, part)
+	}
+	put(int64(len(e.Body)))
+	w.Write(e.Body)
 }
 
 // TreeHead is the tree over the first Size entries, named by its root

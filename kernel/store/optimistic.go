@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -393,51 +392,63 @@ func (s *Store) committedUsage(taskID, currency string) (int32, int64, bool) {
 
 // exclusiveUsage is a task's usage on an exclusive store as this
 // transaction sees it. A read counts the capabilities it sees. The writer
-// adds the changes its batch made so far to memory's count, the committed
-// usage; a task memory has not counted it counts from its capabilities,
-// and keeps that count less the batch's changes as the committed usage:
-// in the writer, the table and memory agree, as no commit can come
-// between them.
+// adds what its batch changed so far to the committed usage, which memory
+// holds; a task memory has not counted yet it counts from its
+// capabilities, and keeps that count less the batch's changes as the
+// committed usage: in the writer the table and memory agree, as no commit
+// can come between them.
 func (t *txn) exclusiveUsage(taskID string) (usage, error) {
 	if !t.write {
 		return t.countUsage(taskID)
 	}
-	var pending []usageDelta
+	// What this batch changed so far: the updates before this one, and
+	// this one.
+	var before []usageDelta
 	if t.batch != nil {
-		pending = t.batch.usage
+		before = t.batch.usage
+	}
+	pending := usage{minor: map[string]int64{}}
+	for _, ds := range [][]usageDelta{before, t.changes.usage} {
+		for _, d := range ds {
+			if d.task == taskID {
+				pending.add(d)
+			}
+		}
 	}
 	m := &t.s.mirror
 	m.mu.Lock()
-	committed := m.usage[taskID]
-	var u usage
-	if committed != nil {
-		u = usage{actions: committed.actions, minor: maps.Clone(committed.minor)}
-	}
+	committed, known := m.usage[taskID].plus(usage{}, 1) // a copy
 	m.mu.Unlock()
-	if committed == nil {
+	if !known {
 		seen, err := t.countUsage(taskID)
 		if err != nil {
 			return usage{}, err
 		}
-		base := usage{actions: seen.actions, minor: maps.Clone(seen.minor)}
-		for _, d := range slices.Concat(pending, t.changes.usage) {
-			if d.task == taskID {
-				base.add(usageDelta{currency: d.currency, sign: -d.sign, minor: -d.minor})
-			}
-		}
+		committed, _ = seen.plus(pending, -1)
 		m.mu.Lock()
 		if m.usage[taskID] == nil {
-			m.usage[taskID] = &base
+			m.usage[taskID] = &committed
 		}
 		m.mu.Unlock()
-		return seen, nil
 	}
-	for _, d := range slices.Concat(pending, t.changes.usage) {
-		if d.task == taskID {
-			u.add(d)
-		}
-	}
+	u, _ := committed.plus(pending, 1)
 	return u, nil
+}
+
+// plus is a copy of u with d added sign times (sign -1 subtracts it);
+// false when u is nil.
+func (u *usage) plus(d usage, sign int64) (usage, bool) {
+	if u == nil {
+		return usage{}, false
+	}
+	out := usage{actions: u.actions + sign*d.actions, minor: maps.Clone(u.minor)}
+	if out.minor == nil {
+		out.minor = map[string]int64{}
+	}
+	for currency, minor := range d.minor {
+		out.minor[currency] += sign * minor
+	}
+	return out, true
 }
 
 // CommittedHead is the journal's tree head as last committed by this
