@@ -2,9 +2,6 @@ package authority
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,6 +11,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/ident"
 	"go.uber.org/zap"
 )
 
@@ -172,18 +170,9 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 	return k, nil
 }
 
-// randomID is the prefix then, in hex, the current time in milliseconds
-// (48 bits) and 48 random bits. Leading with the time keeps the store's
-// indexes on ids appending at their end instead of touching a random page
-// per row, which each commit would write again.
-func randomID(prefix string) string {
-	var b [14]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli()))
-	if _, err := rand.Read(b[8:]); err != nil {
-		panic(fmt.Sprintf("authority: no randomness: %v", err))
-	}
-	return prefix + hex.EncodeToString(b[2:])
-}
+// randomID is the prefix then 24 hex digits: the time and 6 random bytes
+// ([ident.New]).
+func randomID(prefix string) string { return prefix + ident.New(6) }
 
 // clock returns the current instant in UTC, truncated to microseconds so
 // that times survive the round trip through the store unchanged.

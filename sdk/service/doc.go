@@ -41,7 +41,7 @@
 //     claimed with [Process.Failpoint]. Unset, nothing is installed.
 //   - [Issuer] is what every service's core needs to issue signed receipts
 //     (identity, signer, clock, identifiers, logger); [NewID] returns the
-//     random part of an identifier a service issues.
+//     part after the prefix of an identifier a service issues.
 //
 // A sidecar wires them like this:
 //

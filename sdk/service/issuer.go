@@ -19,7 +19,7 @@ type Issuer struct {
 	Signer *envelope.Signer
 	// Now is the clock (nil: the wall clock).
 	Now func() time.Time
-	// NewID returns a fresh random identifier without prefix (nil:
+	// NewID returns a fresh identifier without prefix (nil:
 	// [NewID]).
 	NewID func() string
 	// Log receives the core's log lines.

@@ -2,9 +2,7 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/ident"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/ambitkernel/ambit/sdk/version"
@@ -341,12 +340,7 @@ func (p *Process) Close() error {
 	return errors.Join(errs...)
 }
 
-// NewID returns 16 random bytes in hex, the random part of every
-// identifier a service issues ("ev-…", "eff-…", "rb-…").
-func NewID() string {
-	b := make([]byte, 16)
-	// crypto/rand.Read never fails on supported platforms (it panics
-	// instead of returning a short read).
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+// NewID returns the part after the prefix of every identifier a service
+// issues ("ev-…", "eff-…", "rb-…"): 32 hex digits, the time and 10 random
+// bytes ([ident.New]).
+func NewID() string { return ident.New(10) }
