@@ -8,10 +8,10 @@ import (
 )
 
 // New returns, in hex, the current time in milliseconds (48 bits) and
-// then random random bytes. Leading with the time keeps a store's indexes
-// on identifiers appending at their end instead of touching a random page
-// per row, which each commit would write again; the random bytes keep
-// identifiers of the same millisecond apart and unguessable.
+// then as many random bytes as random says. Leading with the time keeps a
+// store's indexes on identifiers appending at their end instead of
+// touching a random page per row, which each commit would write again;
+// the random bytes keep identifiers of the same millisecond apart.
 func New(random int) string {
 	b := make([]byte, 8+random)
 	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli()))
