@@ -12,8 +12,9 @@
 // commits in memory: the journal's head, version stamps of task bindings
 // and record versions, and the bindings, versions and evidence rows read.
 // It keeps each task's usage in memory alone, counted from the task's
-// capabilities the first time it is asked for after a start. [Store.Read] reads through that memory on connections of its own,
-// so that decisions are made outside the writer and checked in it. Its
+// capabilities the first time it is asked for after a start.
+// [Store.Read] reads through that memory on connections of its own, so
+// that decisions are made outside the writer and checked in it. Its
 // write-ahead log is copied into the database file in the background
 // (SQLite's checkpoints, not the journal's signed ones), so that no commit
 // waits for the copy.

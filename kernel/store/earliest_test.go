@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 // has passed with nothing due (its capability was redeemed), a read of its
 // due capabilities moves memory's mark to the next outstanding expiry, or
 // to none, so that later decisions stop reading the table; a mark read
-// while a commit issued capabilities is not kept.
+// while a commit issued capabilities is not kept; and the marks are
+// bounded.
 func TestEarliestMovesOn(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
@@ -109,5 +111,22 @@ func TestEarliestMovesOn(t *testing.T) {
 	}
 	if at, ok := mark(); !ok || !at.Equal(t0.Add(30*time.Minute)) {
 		t.Errorf("mark after a concurrent issue = %s %v, want d's expiry kept", at, ok)
+	}
+
+	// The marks are bounded: with maxCached tasks marked, a read that
+	// marks one more task forgets the others, each of which then costs a
+	// read again.
+	s.mirror.mu.Lock()
+	delete(s.mirror.earliest, "task-1")
+	for i := range maxCached {
+		s.mirror.earliest[fmt.Sprint("other-", i)] = t0
+	}
+	s.mirror.mu.Unlock()
+	due(t0.Add(2 * time.Hour))
+	s.mirror.mu.Lock()
+	marked := len(s.mirror.earliest)
+	s.mirror.mu.Unlock()
+	if at, ok := mark(); !ok || !at.IsZero() || marked != 1 {
+		t.Errorf("after marking one task past the bound: %d tasks marked, task-1's mark %s %v; want task-1's alone, none outstanding", marked, at, ok)
 	}
 }

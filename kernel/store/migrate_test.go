@@ -43,6 +43,20 @@ func insertCapabilityRow(t *testing.T, db *sql.DB, id string, status int, issued
 	}
 }
 
+// startOn closes the older kernel's connection to the database at path
+// and opens the store on it, as a newer kernel starts.
+func startOn(t *testing.T, path string, db *sql.DB) *Store {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path, DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestMigrateToVersion3 opens a database a version-2 kernel wrote: its
 // capabilities, usage and journal survive the rebuild of their tables, the
 // ledger's entries are still read back by kind, and through the index
@@ -60,15 +74,8 @@ func TestMigrateToVersion3(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 1, 1740)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
 	var indexNames0 []string
-	s, err := Open(ctx, path, DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startOn(t, path, db)
 	defer func() {
 		// A later start keeps the schema as the migration left it: an
 		// index it dropped is not created again.
@@ -85,7 +92,11 @@ func TestMigrateToVersion3(t *testing.T) {
 		}
 	}()
 	var c Capability
-	if err := s.View(ctx, func(tx Tx) error { c, err = tx.Capability("cap-1"); return err }); err != nil {
+	if err := s.View(ctx, func(tx Tx) error {
+		var err error
+		c, err = tx.Capability("cap-1")
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if c.TaskID != "task-1" || c.IdempotencyKey != "idem-cap-1" || c.AmountMinor != 1740 || !c.ExpiresAt.Equal(at.Add(time.Hour)) || c.Holder != "agent" {
@@ -168,14 +179,7 @@ func TestMigrateToVersion4(t *testing.T) {
 	if _, err := db.Exec(`INSERT INTO task_usage (task_id, currency, actions, amount_minor) VALUES ('task-1', 'GBP', 7, 7000)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s, err := Open(ctx, path, DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := startOn(t, path, db)
 	defer s.Close()
 	indexes := indexNames(t, s)
 	if slices.Contains(indexes, "capabilities_outstanding") {
@@ -193,7 +197,7 @@ func TestMigrateToVersion4(t *testing.T) {
 	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 2 || sum != 3480 {
 		t.Errorf("usage after the start = %d, %d, %v; want 2, 3480 from the capabilities", n, sum, err)
 	}
-	err = s.Read(ctx, func(tx Tx) error {
+	err := s.Read(ctx, func(tx Tx) error {
 		due, err := tx.Due("task-1", at.Add(time.Hour))
 		if err != nil || len(due) != 1 || due[0].CapabilityID != "cap-1" {
 			t.Errorf("due after the start = %+v, %v; want cap-1", due, err)
