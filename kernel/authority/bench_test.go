@@ -40,8 +40,9 @@ func callContext(b *testing.B) context.Context {
 }
 
 // BenchmarkSubmit decides ALLOW-able proposals in process, without the
-// network: evidence lookup, fact derivation, evaluation, two signatures and
-// the journaled transaction. It shows where a networked decision's time
+// network: evidence lookup, fact derivation, evaluation, one signature
+// for the capability and the decision receipt, and the journaled
+// transaction. It shows where a networked decision's time
 // goes beyond the transport.
 func BenchmarkSubmit(b *testing.B) {
 	_, k, p := benchKernel(b)

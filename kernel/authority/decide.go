@@ -452,18 +452,22 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 	}
 	switch {
 	case d.Outcome == evaluate.Allow:
-		env, row, err := k.issue(g, p, call, facts, out.DecisionId, now)
-		if err != nil {
-			return nil, err
-		}
-		if w.capability, err = proto.Marshal(env); err != nil {
-			return nil, err
-		}
-		w.capRow = &row
-		out.Capability, dr.CapabilityId = env, row.CapabilityID
+		c, row := k.issue(g, p, call, facts, out.DecisionId, now)
+		w.capRow, dr.CapabilityId = &row, row.CapabilityID
 		out.IdempotencyKey, out.CapabilityExpiresAt = row.IdempotencyKey, timestamppb.New(row.ExpiresAt)
 		if g.approval != nil {
 			dr.ApprovalId = g.approval.Body.GetApprovalId()
+		}
+		// The capability and the decision receipt are signed together:
+		// one signature for both, and for what concurrent decisions sign
+		// meanwhile.
+		envs, err := k.signer.SignAll(c, dr)
+		if err != nil {
+			return nil, err
+		}
+		out.Capability, out.DecisionReceipt = envs[0], envs[1]
+		if w.capability, err = proto.Marshal(out.Capability); err != nil {
+			return nil, err
 		}
 	case d.Approvable() && g.approval == nil:
 		out.ApprovalId = k.newID("apr-")
@@ -478,12 +482,15 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 			RequestedAt: timestamppb.New(now),
 		}}
 	}
-	env, err := k.signer.Sign(dr)
-	if err != nil {
-		return nil, err
+	if out.DecisionReceipt == nil {
+		env, err := k.signer.Sign(dr)
+		if err != nil {
+			return nil, err
+		}
+		out.DecisionReceipt = env
 	}
-	out.DecisionReceipt = env
-	if w.decision, err = proto.Marshal(env); err != nil {
+	var err error
+	if w.decision, err = proto.Marshal(out.DecisionReceipt); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -613,9 +620,9 @@ func (k *Kernel) usableApproval(tx store.Tx, id, taskID, hash string) (store.App
 	return a, nil
 }
 
-// issue creates and signs a one-time capability for exactly the decided
-// call, and the row that records it.
-func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Envelope, store.Capability, error) {
+// issue creates a one-time capability for exactly the decided call, to
+// be signed, and the row that records it.
+func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluate.Facts, decisionID string, now time.Time) (*receiptv1.Capability, store.Capability) {
 	expires := now.Add(k.ttl)
 	if vu := g.b.eval.ValidUntil; vu.Before(expires) {
 		expires = vu
@@ -633,10 +640,6 @@ func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluat
 		ExpiresAt:      timestamppb.New(expires),
 		Holder:         p.Agent,
 		Record:         f.Record,
-	}
-	env, err := k.signer.Sign(c)
-	if err != nil {
-		return nil, store.Capability{}, err
 	}
 	row := store.Capability{
 		CapabilityID:   c.GetCapabilityId(),
@@ -657,7 +660,7 @@ func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluat
 	if g.approval != nil {
 		row.ApprovalID = g.approval.Body.GetApprovalId()
 	}
-	return env, row, nil
+	return c, row
 }
 
 // parseCall reads a call from the wire.

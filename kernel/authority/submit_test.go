@@ -1,6 +1,7 @@
 package authority_test
 
 import (
+	"bytes"
 	"google.golang.org/protobuf/proto"
 	"slices"
 	"testing"
@@ -64,6 +65,13 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 	// Another key does not verify it.
 	if err := (envelope.Keyring{kernelKey: w.keys[evidenceID]}).Open(d.GetDecisionReceipt(), kernelKey, &dr); err == nil {
 		t.Errorf("decision receipt verifies with the evidence adapter's key")
+	}
+	// The capability and the decision receipt are signed together, as
+	// the two leaves of one batch.
+	capEnv, drEnv := d.GetCapability(), d.GetDecisionReceipt()
+	if capEnv.GetBatch().GetIndex() != 0 || drEnv.GetBatch().GetIndex() != 1 || capEnv.GetBatch().GetSize() != 2 || drEnv.GetBatch().GetSize() != 2 ||
+		!bytes.Equal(capEnv.GetSignature(), drEnv.GetSignature()) {
+		t.Errorf("capability batch %v and receipt batch %v, want leaves 0 and 1 of one batch of 2 under one signature", capEnv.GetBatch(), drEnv.GetBatch())
 	}
 	if dr.GetDecisionId() != d.GetDecisionId() || dr.GetTaskId() != task || dr.GetAgent() != agentName {
 		t.Errorf("receipt ids = %q/%q/%q", dr.GetDecisionId(), dr.GetTaskId(), dr.GetAgent())

@@ -36,10 +36,12 @@ func appendPAEHead(buf []byte, payloadType string, n int) []byte {
 	return binary.BigEndian.AppendUint64(buf, uint64(n))
 }
 
-// Signer seals records with one key.
+// Signer seals records with one key. Records sealed at the same moment,
+// by one call or by concurrent ones, share one signature (see [Batch]).
 type Signer struct {
 	keyID string
 	key   ed25519.PrivateKey
+	group group
 }
 
 // NewSigner returns a signer whose envelopes name keyID.
@@ -52,23 +54,41 @@ func (s *Signer) KeyID() string { return s.keyID }
 
 // Sign serialises m and signs it.
 func (s *Signer) Sign(m proto.Message) (*receiptv1.Envelope, error) {
-	typ := string(m.ProtoReflect().Descriptor().FullName())
-	// The payload is marshalled after room for the encoding's head, which
-	// is filled in once its length is known: what is signed is then the
-	// whole buffer, without a copy of the payload.
-	head := paeHead(typ)
-	buf, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(make([]byte, head), m)
+	envs, err := s.SignAll(m)
 	if err != nil {
-		return nil, fmt.Errorf("sign %s: %w", typ, err)
+		return nil, err
 	}
-	payload := buf[head:len(buf):len(buf)]
-	appendPAEHead(buf[:0], typ, len(payload))
-	return &receiptv1.Envelope{
-		PayloadType: typ,
-		Payload:     payload,
-		KeyId:       s.keyID,
-		Signature:   ed25519.Sign(s.key, buf),
-	}, nil
+	return envs[0], nil
+}
+
+// SignAll serialises ms and signs them, under one signature when there is
+// more than one: the records of one decision are then sealed at the cost
+// of one. Records other goroutines seal meanwhile join the same signature.
+func (s *Signer) SignAll(ms ...proto.Message) ([]*receiptv1.Envelope, error) {
+	if len(ms) == 0 || len(ms) > maxBatch {
+		return nil, fmt.Errorf("sign: %d records, want 1 to %d", len(ms), maxBatch)
+	}
+	recs := make([]record, len(ms))
+	for i, m := range ms {
+		typ := string(m.ProtoReflect().Descriptor().FullName())
+		// The payload is marshalled after room for the encoding's head,
+		// which is filled in once its length is known: what is signed is
+		// then the whole buffer, without a copy of the payload.
+		head := paeHead(typ)
+		buf, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(make([]byte, head), m)
+		if err != nil {
+			return nil, fmt.Errorf("sign %s: %w", typ, err)
+		}
+		payload := buf[head:len(buf):len(buf)]
+		appendPAEHead(buf[:0], typ, len(payload))
+		recs[i] = record{encoding: buf, env: &receiptv1.Envelope{PayloadType: typ, Payload: payload, KeyId: s.keyID}}
+	}
+	s.group.seal(s.key, recs)
+	out := make([]*receiptv1.Envelope, len(recs))
+	for i := range recs {
+		out[i] = recs[i].env
+	}
+	return out, nil
 }
 
 // Keyring maps key ids to public keys.
@@ -92,7 +112,15 @@ func (k Keyring) Open(env *receiptv1.Envelope, signer string, m proto.Message) e
 	if !ok {
 		return fmt.Errorf("%w: unknown key %q", ErrInvalid, env.GetKeyId())
 	}
-	if !ed25519.Verify(pub, pae(env.GetPayloadType(), env.GetPayload()), env.GetSignature()) {
+	signed := pae(env.GetPayloadType(), env.GetPayload())
+	if b := env.GetBatch(); b != nil {
+		root, err := batchRoot(b, signed)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		signed = batchMessage(b.GetSize(), root)
+	}
+	if !ed25519.Verify(pub, signed, env.GetSignature()) {
 		return fmt.Errorf("%w: bad signature from %q", ErrInvalid, env.GetKeyId())
 	}
 	if err := proto.Unmarshal(env.GetPayload(), m); err != nil {
@@ -109,11 +137,17 @@ func Hash(env *receiptv1.Envelope) string {
 }
 
 // Digest is the hex SHA-256 of a whole envelope — payload type, payload,
-// key id and signature — so that two envelopes with the same payload but
-// another signature or signer differ.
+// key id, signature and place in a batch — so that two envelopes with the
+// same payload but another signature or signer differ. An envelope signed
+// alone digests as it did before batches existed.
 func Digest(env *receiptv1.Envelope) string {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(env.GetPayloadType()), env.GetPayload(), []byte(env.GetKeyId()), env.GetSignature()} {
+	parts := [][]byte{[]byte(env.GetPayloadType()), env.GetPayload(), []byte(env.GetKeyId()), env.GetSignature()}
+	if b := env.GetBatch(); b != nil {
+		parts = append(parts, []byte("batch"), binary.BigEndian.AppendUint64(nil, b.GetIndex()), binary.BigEndian.AppendUint64(nil, b.GetSize()))
+		parts = append(parts, b.GetPath()...)
+	}
+	for _, part := range parts {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		h.Write(n[:])

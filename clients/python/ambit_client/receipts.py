@@ -7,9 +7,16 @@ type name, the signer's key id and an Ed25519 signature over
     u64be(len(payload)) || payload
 
 so a verifier checks the exact bytes it was given and only then decodes
-them: no canonical serialisation is needed.
+them: no canonical serialisation is needed. Records signed together carry
+a batch instead (index, size and the RFC 6962 inclusion path of the
+record's encoding); the signature then covers
+
+    "ambit-envelope-batch-v1" || u64be(size) || root
+
+where root is the Merkle tree hash the path leads to.
 """
 
+import hashlib
 import os
 
 from cryptography.exceptions import InvalidSignature
@@ -18,6 +25,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from google.protobuf.message import DecodeError
 
 _DOMAIN = b"ambit-envelope-v1"
+_BATCH_DOMAIN = b"ambit-envelope-batch-v1"
 
 
 class ReceiptError(Exception):
@@ -29,6 +37,43 @@ def signing_input(payload_type, payload):
     """The bytes an envelope's signature covers."""
     typ = payload_type.encode("utf-8")
     return _DOMAIN + len(typ).to_bytes(8, "big") + typ + len(payload).to_bytes(8, "big") + payload
+
+
+def batch_root(batch, encoding):
+    """The root of the batch a record with this encoding belongs to, by
+    its inclusion path (RFC 9162, section 2.1.3.2)."""
+    if batch.size < 2:
+        raise ReceiptError(f"receipt: a batch of {batch.size} records; one record is signed alone")
+    if batch.index >= batch.size:
+        raise ReceiptError(f"receipt: leaf {batch.index} of a batch of {batch.size}")
+    fn, sn = batch.index, batch.size - 1
+    r = hashlib.sha256(b"\x00" + encoding).digest()
+    for p in batch.path:
+        if len(p) != 32:
+            raise ReceiptError("receipt: a batch path hash is not 32 bytes")
+        if sn == 0:
+            raise ReceiptError("receipt: batch path too long")
+        if fn & 1 or fn == sn:
+            r = hashlib.sha256(b"\x01" + p + r).digest()
+            if not fn & 1:
+                while fn and not fn & 1:
+                    fn, sn = fn >> 1, sn >> 1
+        else:
+            r = hashlib.sha256(b"\x01" + r + p).digest()
+        fn, sn = fn >> 1, sn >> 1
+    if sn != 0:
+        raise ReceiptError("receipt: batch path too short")
+    return r
+
+
+def signed_bytes(envelope):
+    """The bytes an envelope's signature covers: its record's encoding, or
+    its batch's size and root."""
+    encoding = signing_input(envelope.payload_type, envelope.payload)
+    if not envelope.HasField("batch"):
+        return encoding
+    root = batch_root(envelope.batch, encoding)
+    return _BATCH_DOMAIN + envelope.batch.size.to_bytes(8, "big") + root
 
 
 def load_public_key(identity_dir, name):
@@ -56,7 +101,7 @@ def verify_receipt(envelope, public_key, message_type):
     if isinstance(public_key, (bytes, bytearray)):
         public_key = Ed25519PublicKey.from_public_bytes(bytes(public_key))
     try:
-        public_key.verify(envelope.signature, signing_input(envelope.payload_type, envelope.payload))
+        public_key.verify(envelope.signature, signed_bytes(envelope))
     except InvalidSignature:
         raise ReceiptError(f"receipt: bad signature from {envelope.key_id!r}") from None
     message = message_type()

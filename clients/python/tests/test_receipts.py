@@ -82,3 +82,55 @@ def test_signing_input_is_length_prefixed():
     # "ab" + "c" and "a" + "bc" must sign differently.
     assert ambit.signing_input("ab", b"c") != ambit.signing_input("a", b"bc")
     assert ambit.signing_input("T", b"xy") == b"ambit-envelope-v1" + (1).to_bytes(8, "big") + b"T" + (2).to_bytes(8, "big") + b"xy"
+
+
+BATCH = json.loads((Path(__file__).resolve().parents[2] / "testdata" / "envelope-batch.json").read_text())
+
+
+def batch_vector():
+    out = []
+    for entry in BATCH["batch"]:
+        env = json_format.ParseDict(entry["envelope"], receipt_pb2.Envelope())
+        message_type = getattr(receipt_pb2, env.payload_type.rsplit(".", 1)[1])
+        out.append((env, message_type, json_format.ParseDict(entry["record"], message_type())))
+    return out, bytes.fromhex(BATCH["public_key_hex"])
+
+
+def test_go_signed_batch_verifies():
+    records, pub = batch_vector()
+    assert len({env.signature for env, _, _ in records}) == 1
+    for env, message_type, want in records:
+        assert ambit.verify_receipt(env, pub, message_type) == want
+
+
+def edited(env, edit):
+    out = receipt_pb2.Envelope()
+    out.CopyFrom(env)
+    edit(out)
+    return out
+
+
+def other_payload(e):
+    e.payload = batch_vector()[0][2][0].payload
+
+
+@pytest.mark.parametrize(
+    "name, edit",
+    [
+        ("flipped payload byte", lambda e: setattr(e, "payload", bytes([e.payload[0] ^ 1]) + e.payload[1:])),
+        ("flipped path byte", lambda e: e.batch.path.__setitem__(0, bytes([e.batch.path[0][0] ^ 1]) + e.batch.path[0][1:])),
+        ("another leaf's place", lambda e: setattr(e.batch, "index", 1)),
+        ("place past the batch", lambda e: setattr(e.batch, "index", 3)),
+        ("another size", lambda e: setattr(e.batch, "size", 4)),
+        ("a batch of one", lambda e: (setattr(e.batch, "size", 1), e.batch.ClearField("path"))),
+        ("path cut short", lambda e: e.batch.path.pop()),
+        ("path hash of 31 bytes", lambda e: e.batch.path.__setitem__(0, e.batch.path[0][:31])),
+        ("batch dropped", lambda e: e.ClearField("batch")),
+        ("another record's payload under this path", other_payload),
+    ],
+)
+def test_tampered_batch_is_refused(name, edit):
+    records, pub = batch_vector()
+    env, message_type, _ = records[0]
+    with pytest.raises(ambit.ReceiptError):
+        ambit.verify_receipt(edited(env, edit), pub, message_type)

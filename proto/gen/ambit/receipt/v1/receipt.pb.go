@@ -81,17 +81,31 @@ func (ReadbackStatus) EnumDescriptor() ([]byte, []int) {
 	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{0}
 }
 
-// Envelope carries one signed record. The signature is Ed25519 over
+// Envelope carries one signed record. Its signature is Ed25519 over the
+// record's encoding
 //
 //	"ambit-envelope-v1" || u64be(len(payload_type)) || payload_type ||
 //	u64be(len(payload)) || payload
 //
 // where u64be is an 8-byte big-endian length, so a verifier checks the
-// exact bytes it was given and only then decodes them. To verify in any
-// language: rebuild that byte string from payload_type and payload, check
+// exact bytes it was given and only then decodes them. A signer that seals
+// several records at once signs them together (see Batch): then the
+// signature is over
+//
+//	"ambit-envelope-batch-v1" || u64be(batch.size) || root
+//
+// where root is the RFC 6962 Merkle tree hash (SHA-256) of the batch's
+// record encodings, which the envelope's batch.path proves this record's
+// encoding is a leaf of.
+//
+// To verify in any language: rebuild the record's encoding from
+// payload_type and payload; if batch is set, hash it as a leaf
+// (SHA-256(0x00 || encoding)), compute the root from batch.index,
+// batch.size and batch.path as RFC 9162 section 2.1.3.2 does, and take the
+// batch string above as the signed bytes, else the encoding itself; check
 // the signature with the Ed25519 public key named by key_id (each process
 // publishes its key as <key_id>.sign.pub, PEM-encoded PKIX, in its PKI
-// folder and its peers'), then decode payload as the message named by
+// folder and its peers'); then decode payload as the message named by
 // payload_type.
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -102,7 +116,10 @@ type Envelope struct {
 	// Identifier of the signing key, e.g. "kernel".
 	KeyId string `protobuf:"bytes,3,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
 	// Ed25519 signature.
-	Signature     []byte `protobuf:"bytes,4,opt,name=signature,proto3" json:"signature,omitempty"`
+	Signature []byte `protobuf:"bytes,4,opt,name=signature,proto3" json:"signature,omitempty"`
+	// Where the record sits in the batch the signature covers; unset when
+	// the signature covers this record alone.
+	Batch         *Batch `protobuf:"bytes,5,opt,name=batch,proto3" json:"batch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -165,6 +182,80 @@ func (x *Envelope) GetSignature() []byte {
 	return nil
 }
 
+func (x *Envelope) GetBatch() *Batch {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+// Batch places a record among records signed together: one signature over
+// the root of a Merkle tree whose leaves are the records' encodings.
+type Batch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The record's leaf, counted from 0; less than size.
+	Index uint64 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The number of records signed together. A record signed alone carries
+	// no batch, so a batch has at least two.
+	Size uint64 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	// The RFC 6962 inclusion path from the record's leaf to the root, the
+	// leaf's sibling first: SHA-256 hashes of 32 bytes.
+	Path          [][]byte `protobuf:"bytes,3,rep,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Batch) Reset() {
+	*x = Batch{}
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Batch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Batch) ProtoMessage() {}
+
+func (x *Batch) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Batch.ProtoReflect.Descriptor instead.
+func (*Batch) Descriptor() ([]byte, []int) {
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Batch) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Batch) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Batch) GetPath() [][]byte {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
 // EvidenceReceipt is what the evidence adapter read and released.
 type EvidenceReceipt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -200,7 +291,7 @@ type EvidenceReceipt struct {
 
 func (x *EvidenceReceipt) Reset() {
 	*x = EvidenceReceipt{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[1]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +303,7 @@ func (x *EvidenceReceipt) String() string {
 func (*EvidenceReceipt) ProtoMessage() {}
 
 func (x *EvidenceReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[1]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +316,7 @@ func (x *EvidenceReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvidenceReceipt.ProtoReflect.Descriptor instead.
 func (*EvidenceReceipt) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{1}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *EvidenceReceipt) GetReceiptId() string {
@@ -354,7 +445,7 @@ type DecisionReceipt struct {
 
 func (x *DecisionReceipt) Reset() {
 	*x = DecisionReceipt{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[2]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +457,7 @@ func (x *DecisionReceipt) String() string {
 func (*DecisionReceipt) ProtoMessage() {}
 
 func (x *DecisionReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[2]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +470,7 @@ func (x *DecisionReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionReceipt.ProtoReflect.Descriptor instead.
 func (*DecisionReceipt) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{2}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *DecisionReceipt) GetDecisionId() string {
@@ -486,7 +577,7 @@ type ReceiptRef struct {
 
 func (x *ReceiptRef) Reset() {
 	*x = ReceiptRef{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[3]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +589,7 @@ func (x *ReceiptRef) String() string {
 func (*ReceiptRef) ProtoMessage() {}
 
 func (x *ReceiptRef) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[3]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +602,7 @@ func (x *ReceiptRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptRef.ProtoReflect.Descriptor instead.
 func (*ReceiptRef) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{3}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReceiptRef) GetReceiptId() string {
@@ -564,7 +655,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[4]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -576,7 +667,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[4]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +680,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{4}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Capability) GetCapabilityId() string {
@@ -703,7 +794,7 @@ type EffectReceipt struct {
 
 func (x *EffectReceipt) Reset() {
 	*x = EffectReceipt{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[5]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +806,7 @@ func (x *EffectReceipt) String() string {
 func (*EffectReceipt) ProtoMessage() {}
 
 func (x *EffectReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[5]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +819,7 @@ func (x *EffectReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectReceipt.ProtoReflect.Descriptor instead.
 func (*EffectReceipt) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{5}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EffectReceipt) GetReceiptId() string {
@@ -824,7 +915,7 @@ type ReadbackReceipt struct {
 
 func (x *ReadbackReceipt) Reset() {
 	*x = ReadbackReceipt{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[6]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +927,7 @@ func (x *ReadbackReceipt) String() string {
 func (*ReadbackReceipt) ProtoMessage() {}
 
 func (x *ReadbackReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[6]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +940,7 @@ func (x *ReadbackReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadbackReceipt.ProtoReflect.Descriptor instead.
 func (*ReadbackReceipt) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReadbackReceipt) GetReceiptId() string {
@@ -926,12 +1017,17 @@ var File_ambit_receipt_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"\n" +
-	"\x1eambit/receipt/v1/receipt.proto\x12\x10ambit.receipt.v1\x1a ambit/contract/v1/contract.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x01\n" +
+	"\x1eambit/receipt/v1/receipt.proto\x12\x10ambit.receipt.v1\x1a ambit/contract/v1/contract.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x01\n" +
 	"\bEnvelope\x12+\n" +
 	"\fpayload_type\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\vpayloadType\x12#\n" +
 	"\apayload\x18\x02 \x01(\fB\t\xbaH\x06z\x04\x18\x80\x80\x10R\apayload\x12\x1f\n" +
 	"\x06key_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x01R\x05keyId\x12%\n" +
-	"\tsignature\x18\x04 \x01(\fB\a\xbaH\x04z\x02\x18@R\tsignature\"\xd9\x03\n" +
+	"\tsignature\x18\x04 \x01(\fB\a\xbaH\x04z\x02\x18@R\tsignature\x12-\n" +
+	"\x05batch\x18\x05 \x01(\v2\x17.ambit.receipt.v1.BatchR\x05batch\"b\n" +
+	"\x05Batch\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1f\n" +
+	"\x04size\x18\x02 \x01(\x04B\v\xbaH\b2\x06\x18\x80\x80\x04(\x02R\x04size\x12\"\n" +
+	"\x04path\x18\x03 \x03(\fB\x0e\xbaH\v\x92\x01\b\x10\x10\"\x04z\x02h R\x04path\"\xd9\x03\n" +
 	"\x0fEvidenceReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12\x17\n" +
@@ -1038,44 +1134,46 @@ func file_ambit_receipt_v1_receipt_proto_rawDescGZIP() []byte {
 }
 
 var file_ambit_receipt_v1_receipt_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ambit_receipt_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ambit_receipt_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_ambit_receipt_v1_receipt_proto_goTypes = []any{
 	(ReadbackStatus)(0),           // 0: ambit.receipt.v1.ReadbackStatus
 	(*Envelope)(nil),              // 1: ambit.receipt.v1.Envelope
-	(*EvidenceReceipt)(nil),       // 2: ambit.receipt.v1.EvidenceReceipt
-	(*DecisionReceipt)(nil),       // 3: ambit.receipt.v1.DecisionReceipt
-	(*ReceiptRef)(nil),            // 4: ambit.receipt.v1.ReceiptRef
-	(*Capability)(nil),            // 5: ambit.receipt.v1.Capability
-	(*EffectReceipt)(nil),         // 6: ambit.receipt.v1.EffectReceipt
-	(*ReadbackReceipt)(nil),       // 7: ambit.receipt.v1.ReadbackReceipt
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(v1.Provenance)(0),            // 9: ambit.contract.v1.Provenance
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*v1.ToolCall)(nil),           // 11: ambit.contract.v1.ToolCall
-	(*v1.Facts)(nil),              // 12: ambit.contract.v1.Facts
-	(*v1.Decision)(nil),           // 13: ambit.contract.v1.Decision
+	(*Batch)(nil),                 // 2: ambit.receipt.v1.Batch
+	(*EvidenceReceipt)(nil),       // 3: ambit.receipt.v1.EvidenceReceipt
+	(*DecisionReceipt)(nil),       // 4: ambit.receipt.v1.DecisionReceipt
+	(*ReceiptRef)(nil),            // 5: ambit.receipt.v1.ReceiptRef
+	(*Capability)(nil),            // 6: ambit.receipt.v1.Capability
+	(*EffectReceipt)(nil),         // 7: ambit.receipt.v1.EffectReceipt
+	(*ReadbackReceipt)(nil),       // 8: ambit.receipt.v1.ReadbackReceipt
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(v1.Provenance)(0),            // 10: ambit.contract.v1.Provenance
+	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
+	(*v1.ToolCall)(nil),           // 12: ambit.contract.v1.ToolCall
+	(*v1.Facts)(nil),              // 13: ambit.contract.v1.Facts
+	(*v1.Decision)(nil),           // 14: ambit.contract.v1.Decision
 }
 var file_ambit_receipt_v1_receipt_proto_depIdxs = []int32{
-	8,  // 0: ambit.receipt.v1.EvidenceReceipt.read_at:type_name -> google.protobuf.Timestamp
-	9,  // 1: ambit.receipt.v1.EvidenceReceipt.provenance:type_name -> ambit.contract.v1.Provenance
-	10, // 2: ambit.receipt.v1.EvidenceReceipt.values:type_name -> google.protobuf.Struct
-	11, // 3: ambit.receipt.v1.DecisionReceipt.call:type_name -> ambit.contract.v1.ToolCall
-	12, // 4: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
-	4,  // 5: ambit.receipt.v1.DecisionReceipt.evidence:type_name -> ambit.receipt.v1.ReceiptRef
-	13, // 6: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
-	8,  // 7: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
-	11, // 8: ambit.receipt.v1.Capability.call:type_name -> ambit.contract.v1.ToolCall
-	8,  // 9: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
-	8,  // 10: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 11: ambit.receipt.v1.EffectReceipt.call:type_name -> ambit.contract.v1.ToolCall
-	8,  // 12: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
-	0,  // 13: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
-	8,  // 14: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 0: ambit.receipt.v1.Envelope.batch:type_name -> ambit.receipt.v1.Batch
+	9,  // 1: ambit.receipt.v1.EvidenceReceipt.read_at:type_name -> google.protobuf.Timestamp
+	10, // 2: ambit.receipt.v1.EvidenceReceipt.provenance:type_name -> ambit.contract.v1.Provenance
+	11, // 3: ambit.receipt.v1.EvidenceReceipt.values:type_name -> google.protobuf.Struct
+	12, // 4: ambit.receipt.v1.DecisionReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	13, // 5: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
+	5,  // 6: ambit.receipt.v1.DecisionReceipt.evidence:type_name -> ambit.receipt.v1.ReceiptRef
+	14, // 7: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
+	9,  // 8: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
+	12, // 9: ambit.receipt.v1.Capability.call:type_name -> ambit.contract.v1.ToolCall
+	9,  // 10: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
+	9,  // 11: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 12: ambit.receipt.v1.EffectReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	9,  // 13: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
+	0,  // 14: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
+	9,  // 15: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_ambit_receipt_v1_receipt_proto_init() }
@@ -1089,7 +1187,7 @@ func file_ambit_receipt_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_receipt_v1_receipt_proto_rawDesc), len(file_ambit_receipt_v1_receipt_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -13,6 +13,16 @@ READBACK_STATUS_MISMATCH: ReadbackStatus
 READBACK_STATUS_UNSPECIFIED: ReadbackStatus
 READBACK_STATUS_VERIFIED: ReadbackStatus
 
+class Batch(_message.Message):
+    __slots__ = ["index", "path", "size"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    path: _containers.RepeatedScalarFieldContainer[bytes]
+    size: int
+    def __init__(self, index: _Optional[int] = ..., size: _Optional[int] = ..., path: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class Capability(_message.Message):
     __slots__ = ["call", "capability_id", "contract_hash", "decision_id", "destination", "expires_at", "holder", "idempotency_key", "issued_at", "record", "state_version", "task_id"]
     CALL_FIELD_NUMBER: _ClassVar[int]
@@ -94,16 +104,18 @@ class EffectReceipt(_message.Message):
     def __init__(self, receipt_id: _Optional[str] = ..., capability_id: _Optional[str] = ..., task_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., call: _Optional[_Union[_contract_pb2.ToolCall, _Mapping]] = ..., destination: _Optional[str] = ..., record_ref: _Optional[str] = ..., executed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., issuer: _Optional[str] = ...) -> None: ...
 
 class Envelope(_message.Message):
-    __slots__ = ["key_id", "payload", "payload_type", "signature"]
+    __slots__ = ["batch", "key_id", "payload", "payload_type", "signature"]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     KEY_ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_TYPE_FIELD_NUMBER: _ClassVar[int]
     SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    batch: Batch
     key_id: str
     payload: bytes
     payload_type: str
     signature: bytes
-    def __init__(self, payload_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., key_id: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, payload_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., key_id: _Optional[str] = ..., signature: _Optional[bytes] = ..., batch: _Optional[_Union[Batch, _Mapping]] = ...) -> None: ...
 
 class EvidenceReceipt(_message.Message):
     __slots__ = ["content_hash", "fields", "issuer", "provenance", "quarantined", "read_at", "receipt_id", "record_key", "source", "state_version", "subject", "task_id", "values"]

@@ -19,20 +19,34 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ambit/receipt/v1/receipt.proto.
  */
 export const file_ambit_receipt_v1_receipt: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hbWJpdC9yZWNlaXB0L3YxL3JlY2VpcHQucHJvdG8SEGFtYml0LnJlY2VpcHQudjEifAoIRW52ZWxvcGUSHgoMcGF5bG9hZF90eXBlGAEgASgJQgi6SAVyAxiAAhIaCgdwYXlsb2FkGAIgASgMQgm6SAZ6BBiAgBASGAoGa2V5X2lkGAMgASgJQgi6SAVyAxiAARIaCglzaWduYXR1cmUYBCABKAxCB7pIBHoCGEAi1gIKD0V2aWRlbmNlUmVjZWlwdBISCgpyZWNlaXB0X2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSDgoGc291cmNlGAMgASgJEhIKCnJlY29yZF9rZXkYBCABKAkSDgoGZmllbGRzGAUgAygJEhUKDXN0YXRlX3ZlcnNpb24YBiABKAkSDwoHc3ViamVjdBgHIAEoCRIrCgdyZWFkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb250ZW50X2hhc2gYCSABKAkSMQoKcHJvdmVuYW5jZRgKIAEoDjIdLmFtYml0LmNvbnRyYWN0LnYxLlByb3ZlbmFuY2USDgoGaXNzdWVyGAsgASgJEicKBnZhbHVlcxgMIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoLcXVhcmFudGluZWQYDSADKAkiqQMKD0RlY2lzaW9uUmVjZWlwdBITCgtkZWNpc2lvbl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEg0KBWFnZW50GAMgASgJEhgKEGNvbnRyYWN0X2l0ZW1faWQYBCABKAkSFQoNY29udHJhY3RfaGFzaBgFIAEoCRITCgtsZWRnZXJfaGVhZBgGIAEoCRIpCgRjYWxsGA4gASgLMhsuYW1iaXQuY29udHJhY3QudjEuVG9vbENhbGwSJwoFZmFjdHMYCCABKAsyGC5hbWJpdC5jb250cmFjdC52MS5GYWN0cxIuCghldmlkZW5jZRgJIAMoCzIcLmFtYml0LnJlY2VpcHQudjEuUmVjZWlwdFJlZhItCghkZWNpc2lvbhgKIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLkRlY2lzaW9uEi4KCmRlY2lkZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWNhcGFiaWxpdHlfaWQYDCABKAkSEwoLYXBwcm92YWxfaWQYDSABKAlKBAgHEAhSBmFjdGlvbiI2CgpSZWNlaXB0UmVmEhIKCnJlY2VpcHRfaWQYASABKAkSFAoMcGF5bG9hZF9oYXNoGAIgASgJIt0CCgpDYXBhYmlsaXR5EhUKDWNhcGFiaWxpdHlfaWQYASABKAkSEwoLZGVjaXNpb25faWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIVCg1jb250cmFjdF9oYXNoGAQgASgJEikKBGNhbGwYDCABKAsyGy5hbWJpdC5jb250cmFjdC52MS5Ub29sQ2FsbBITCgtkZXN0aW5hdGlvbhgGIAEoCRIVCg1zdGF0ZV92ZXJzaW9uGAcgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgIIAEoCRItCglpc3N1ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmhvbGRlchgLIAEoCRIOCgZyZWNvcmQYDSABKAlKBAgFEAZSBmFjdGlvbiKHAgoNRWZmZWN0UmVjZWlwdBISCgpyZWNlaXB0X2lkGAEgASgJEhUKDWNhcGFiaWxpdHlfaWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSKQoEY2FsbBgKIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLlRvb2xDYWxsEhMKC2Rlc3RpbmF0aW9uGAYgASgJEhIKCnJlY29yZF9yZWYYByABKAkSLwoLZXhlY3V0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmlzc3VlchgJIAEoCUoECAUQBlIGYWN0aW9uIpkCCg9SZWFkYmFja1JlY2VpcHQSEgoKcmVjZWlwdF9pZBgBIAEoCRIVCg1jYXBhYmlsaXR5X2lkGAIgASgJEhkKEWVmZmVjdF9yZWNlaXB0X2lkGAMgASgJEg8KB3Rhc2tfaWQYBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEjAKBnN0YXR1cxgGIAEoDjIgLmFtYml0LnJlY2VpcHQudjEuUmVhZGJhY2tTdGF0dXMSEAoIZmluZGluZ3MYByADKAkSFQoNcmVjb3Jkc19mb3VuZBgIIAEoBRIrCgdyZWFkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZpc3N1ZXIYCiABKAkqbQoOUmVhZGJhY2tTdGF0dXMSHwobUkVBREJBQ0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHAoYUkVBREJBQ0tfU1RBVFVTX1ZFUklGSUVEEAESHAoYUkVBREJBQ0tfU1RBVFVTX01JU01BVENIEAJCyQEKFGNvbS5hbWJpdC5yZWNlaXB0LnYxQgxSZWNlaXB0UHJvdG9QAVpBZ2l0aHViLmNvbS9hbWJpdGtlcm5lbC9hbWJpdC9wcm90by9nZW4vYW1iaXQvcmVjZWlwdC92MTtyZWNlaXB0djGiAgNBUliqAhBBbWJpdC5SZWNlaXB0LlYxygIQQW1iaXRcUmVjZWlwdFxWMeICHEFtYml0XFJlY2VpcHRcVjFcR1BCTWV0YWRhdGHqAhJBbWJpdDo6UmVjZWlwdDo6VjFiBnByb3RvMw", [file_ambit_contract_v1_contract, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5hbWJpdC9yZWNlaXB0L3YxL3JlY2VpcHQucHJvdG8SEGFtYml0LnJlY2VpcHQudjEipAEKCEVudmVsb3BlEh4KDHBheWxvYWRfdHlwZRgBIAEoCUIIukgFcgMYgAISGgoHcGF5bG9hZBgCIAEoDEIJukgGegQYgIAQEhgKBmtleV9pZBgDIAEoCUIIukgFcgMYgAESGgoJc2lnbmF0dXJlGAQgASgMQge6SAR6AhhAEiYKBWJhdGNoGAUgASgLMhcuYW1iaXQucmVjZWlwdC52MS5CYXRjaCJPCgVCYXRjaBINCgVpbmRleBgBIAEoBBIZCgRzaXplGAIgASgEQgu6SAgyBhiAgAQoAhIcCgRwYXRoGAMgAygMQg66SAuSAQgQECIEegJoICLWAgoPRXZpZGVuY2VSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSDwoHdGFza19pZBgCIAEoCRIOCgZzb3VyY2UYAyABKAkSEgoKcmVjb3JkX2tleRgEIAEoCRIOCgZmaWVsZHMYBSADKAkSFQoNc3RhdGVfdmVyc2lvbhgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEisKB3JlYWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbnRlbnRfaGFzaBgJIAEoCRIxCgpwcm92ZW5hbmNlGAogASgOMh0uYW1iaXQuY29udHJhY3QudjEuUHJvdmVuYW5jZRIOCgZpc3N1ZXIYCyABKAkSJwoGdmFsdWVzGAwgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtxdWFyYW50aW5lZBgNIAMoCSKpAwoPRGVjaXNpb25SZWNlaXB0EhMKC2RlY2lzaW9uX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSDQoFYWdlbnQYAyABKAkSGAoQY29udHJhY3RfaXRlbV9pZBgEIAEoCRIVCg1jb250cmFjdF9oYXNoGAUgASgJEhMKC2xlZGdlcl9oZWFkGAYgASgJEikKBGNhbGwYDiABKAsyGy5hbWJpdC5jb250cmFjdC52MS5Ub29sQ2FsbBInCgVmYWN0cxgIIAEoCzIYLmFtYml0LmNvbnRyYWN0LnYxLkZhY3RzEi4KCGV2aWRlbmNlGAkgAygLMhwuYW1iaXQucmVjZWlwdC52MS5SZWNlaXB0UmVmEi0KCGRlY2lzaW9uGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuRGVjaXNpb24SLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY2FwYWJpbGl0eV9pZBgMIAEoCRITCgthcHByb3ZhbF9pZBgNIAEoCUoECAcQCFIGYWN0aW9uIjYKClJlY2VpcHRSZWYSEgoKcmVjZWlwdF9pZBgBIAEoCRIUCgxwYXlsb2FkX2hhc2gYAiABKAki3QIKCkNhcGFiaWxpdHkSFQoNY2FwYWJpbGl0eV9pZBgBIAEoCRITCgtkZWNpc2lvbl9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhUKDWNvbnRyYWN0X2hhc2gYBCABKAkSKQoEY2FsbBgMIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLlRvb2xDYWxsEhMKC2Rlc3RpbmF0aW9uGAYgASgJEhUKDXN0YXRlX3ZlcnNpb24YByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEi0KCWlzc3VlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaG9sZGVyGAsgASgJEg4KBnJlY29yZBgNIAEoCUoECAUQBlIGYWN0aW9uIocCCg1FZmZlY3RSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSFQoNY2FwYWJpbGl0eV9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIpCgRjYWxsGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuVG9vbENhbGwSEwoLZGVzdGluYXRpb24YBiABKAkSEgoKcmVjb3JkX3JlZhgHIAEoCRIvCgtleGVjdXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaXNzdWVyGAkgASgJSgQIBRAGUgZhY3Rpb24imQIKD1JlYWRiYWNrUmVjZWlwdBISCgpyZWNlaXB0X2lkGAEgASgJEhUKDWNhcGFiaWxpdHlfaWQYAiABKAkSGQoRZWZmZWN0X3JlY2VpcHRfaWQYAyABKAkSDwoHdGFza19pZBgEIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSMAoGc3RhdHVzGAYgASgOMiAuYW1iaXQucmVjZWlwdC52MS5SZWFkYmFja1N0YXR1cxIQCghmaW5kaW5ncxgHIAMoCRIVCg1yZWNvcmRzX2ZvdW5kGAggASgFEisKB3JlYWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmlzc3VlchgKIAEoCSptCg5SZWFkYmFja1N0YXR1cxIfChtSRUFEQkFDS19TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhSRUFEQkFDS19TVEFUVVNfVkVSSUZJRUQQARIcChhSRUFEQkFDS19TVEFUVVNfTUlTTUFUQ0gQAkLJAQoUY29tLmFtYml0LnJlY2VpcHQudjFCDFJlY2VpcHRQcm90b1ABWkFnaXRodWIuY29tL2FtYml0a2VybmVsL2FtYml0L3Byb3RvL2dlbi9hbWJpdC9yZWNlaXB0L3YxO3JlY2VpcHR2MaICA0FSWKoCEEFtYml0LlJlY2VpcHQuVjHKAhBBbWJpdFxSZWNlaXB0XFYx4gIcQW1iaXRcUmVjZWlwdFxWMVxHUEJNZXRhZGF0YeoCEkFtYml0OjpSZWNlaXB0OjpWMWIGcHJvdG8z", [file_ambit_contract_v1_contract, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
- * Envelope carries one signed record. The signature is Ed25519 over
+ * Envelope carries one signed record. Its signature is Ed25519 over the
+ * record's encoding
  *
  *   "ambit-envelope-v1" || u64be(len(payload_type)) || payload_type ||
  *   u64be(len(payload)) || payload
  *
  * where u64be is an 8-byte big-endian length, so a verifier checks the
- * exact bytes it was given and only then decodes them. To verify in any
- * language: rebuild that byte string from payload_type and payload, check
+ * exact bytes it was given and only then decodes them. A signer that seals
+ * several records at once signs them together (see Batch): then the
+ * signature is over
+ *
+ *   "ambit-envelope-batch-v1" || u64be(batch.size) || root
+ *
+ * where root is the RFC 6962 Merkle tree hash (SHA-256) of the batch's
+ * record encodings, which the envelope's batch.path proves this record's
+ * encoding is a leaf of.
+ *
+ * To verify in any language: rebuild the record's encoding from
+ * payload_type and payload; if batch is set, hash it as a leaf
+ * (SHA-256(0x00 || encoding)), compute the root from batch.index,
+ * batch.size and batch.path as RFC 9162 section 2.1.3.2 does, and take the
+ * batch string above as the signed bytes, else the encoding itself; check
  * the signature with the Ed25519 public key named by key_id (each process
  * publishes its key as <key_id>.sign.pub, PEM-encoded PKIX, in its PKI
- * folder and its peers'), then decode payload as the message named by
+ * folder and its peers'); then decode payload as the message named by
  * payload_type.
  *
  * @generated from message ambit.receipt.v1.Envelope
@@ -65,6 +79,14 @@ export type Envelope = Message<"ambit.receipt.v1.Envelope"> & {
    * @generated from field: bytes signature = 4;
    */
   signature: Uint8Array;
+
+  /**
+   * Where the record sits in the batch the signature covers; unset when
+   * the signature covers this record alone.
+   *
+   * @generated from field: ambit.receipt.v1.Batch batch = 5;
+   */
+  batch?: Batch | undefined;
 };
 
 /**
@@ -73,6 +95,44 @@ export type Envelope = Message<"ambit.receipt.v1.Envelope"> & {
  */
 export const EnvelopeSchema: GenMessage<Envelope> = /*@__PURE__*/
   messageDesc(file_ambit_receipt_v1_receipt, 0);
+
+/**
+ * Batch places a record among records signed together: one signature over
+ * the root of a Merkle tree whose leaves are the records' encodings.
+ *
+ * @generated from message ambit.receipt.v1.Batch
+ */
+export type Batch = Message<"ambit.receipt.v1.Batch"> & {
+  /**
+   * The record's leaf, counted from 0; less than size.
+   *
+   * @generated from field: uint64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * The number of records signed together. A record signed alone carries
+   * no batch, so a batch has at least two.
+   *
+   * @generated from field: uint64 size = 2;
+   */
+  size: bigint;
+
+  /**
+   * The RFC 6962 inclusion path from the record's leaf to the root, the
+   * leaf's sibling first: SHA-256 hashes of 32 bytes.
+   *
+   * @generated from field: repeated bytes path = 3;
+   */
+  path: Uint8Array[];
+};
+
+/**
+ * Describes the message ambit.receipt.v1.Batch.
+ * Use `create(BatchSchema)` to create a new message.
+ */
+export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
+  messageDesc(file_ambit_receipt_v1_receipt, 1);
 
 /**
  * EvidenceReceipt is what the evidence adapter read and released.
@@ -177,7 +237,7 @@ export type EvidenceReceipt = Message<"ambit.receipt.v1.EvidenceReceipt"> & {
  * Use `create(EvidenceReceiptSchema)` to create a new message.
  */
 export const EvidenceReceiptSchema: GenMessage<EvidenceReceipt> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 1);
+  messageDesc(file_ambit_receipt_v1_receipt, 2);
 
 /**
  * DecisionReceipt states why a proposal was decided as it was.
@@ -282,7 +342,7 @@ export type DecisionReceipt = Message<"ambit.receipt.v1.DecisionReceipt"> & {
  * Use `create(DecisionReceiptSchema)` to create a new message.
  */
 export const DecisionReceiptSchema: GenMessage<DecisionReceipt> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 2);
+  messageDesc(file_ambit_receipt_v1_receipt, 3);
 
 /**
  * ReceiptRef points at one signed receipt by identifier and payload hash.
@@ -310,7 +370,7 @@ export type ReceiptRef = Message<"ambit.receipt.v1.ReceiptRef"> & {
  * Use `create(ReceiptRefSchema)` to create a new message.
  */
 export const ReceiptRefSchema: GenMessage<ReceiptRef> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 3);
+  messageDesc(file_ambit_receipt_v1_receipt, 4);
 
 /**
  * Capability is a one-time, short-lived grant of exactly one effect.
@@ -411,7 +471,7 @@ export type Capability = Message<"ambit.receipt.v1.Capability"> & {
  * Use `create(CapabilitySchema)` to create a new message.
  */
 export const CapabilitySchema: GenMessage<Capability> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 4);
+  messageDesc(file_ambit_receipt_v1_receipt, 5);
 
 /**
  * EffectReceipt is what the action adapter executed.
@@ -488,7 +548,7 @@ export type EffectReceipt = Message<"ambit.receipt.v1.EffectReceipt"> & {
  * Use `create(EffectReceiptSchema)` to create a new message.
  */
 export const EffectReceiptSchema: GenMessage<EffectReceipt> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 5);
+  messageDesc(file_ambit_receipt_v1_receipt, 6);
 
 /**
  * ReadbackReceipt is the verifier's independent reading of the system of
@@ -573,7 +633,7 @@ export type ReadbackReceipt = Message<"ambit.receipt.v1.ReadbackReceipt"> & {
  * Use `create(ReadbackReceiptSchema)` to create a new message.
  */
 export const ReadbackReceiptSchema: GenMessage<ReadbackReceipt> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 6);
+  messageDesc(file_ambit_receipt_v1_receipt, 7);
 
 /**
  * ReadbackStatus is the verifier's verdict on a postcondition.
