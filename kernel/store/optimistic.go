@@ -97,11 +97,16 @@ type changes struct {
 	touched  []string
 	usage    []usageDelta
 	bindings []string // tasks
-	records  []string // record keys
+	records  []recordVersion
 	evidence []Evidence
 	issued   []issued
 	// journal holds the entries appended, stored when the batch commits.
 	journal []journal.Row
+}
+
+// recordVersion is a record's state version as written.
+type recordVersion struct {
+	key, version string
 }
 
 // issued is an outstanding capability's expiry.
@@ -141,9 +146,9 @@ type mirror struct {
 	// in the writer the first time it is asked for (see exclusiveUsage).
 	usage map[string]*usage
 	head  atomic.Pointer[journal.TreeHead]
-	// tasks and records hold the bindings and record versions read since
-	// the store opened, each as last committed, by BindingKey and
-	// RecordKey; at most maxCached of each.
+	// tasks holds the bindings read since the store opened, records the
+	// record versions read or written since, each as last committed, by
+	// BindingKey and RecordKey; at most maxCached of each.
 	tasks   map[string]Task
 	records map[string]string
 	// evidence holds the last evidence rows recorded since the store
@@ -214,13 +219,18 @@ func (s *Store) apply(c *batchChanges) {
 	for _, d := range c.usage {
 		m.add(d)
 	}
-	// A written binding or version is dropped, not kept: memory holds
-	// only what decisions read, and reads it again after a change.
+	// A written binding is dropped, not kept: memory holds only what
+	// decisions read, and reads it again after a change.
 	for _, task := range c.bindings {
 		delete(m.tasks, BindingKey(task))
 	}
-	for _, k := range c.records {
-		delete(m.records, k)
+	// A written version is kept: it is written when evidence of the
+	// record is recorded, which is what a decision on it reads next.
+	for _, r := range c.records {
+		if _, ok := m.records[r.key]; !ok && len(m.records) >= maxCached {
+			clear(m.records)
+		}
+		m.records[r.key] = r.version
 	}
 	for _, e := range c.evidence {
 		m.remember(e)

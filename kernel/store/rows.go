@@ -153,7 +153,7 @@ func (t *txn) SetRecordVersion(source, key, version string, at time.Time) error 
 	}
 	t.touch(RecordKey(source, key))
 	if t.s.pg == nil {
-		t.changes.records = append(t.changes.records, RecordKey(source, key))
+		t.changes.records = append(t.changes.records, recordVersion{RecordKey(source, key), version})
 	}
 	return nil
 }
