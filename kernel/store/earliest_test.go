@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ import (
 // bounded.
 func TestEarliestMovesOn(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFresh(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	mk := func(id string, expires time.Time) Capability {
 		return Capability{CapabilityID: id, DecisionID: "dec-" + id, TaskID: "task-1", Record: "claims_db/C-1", StateVersion: "v1",

@@ -219,11 +219,7 @@ func TestMigrateToVersion4(t *testing.T) {
 // each of them as much as the store's history.
 func TestLookupsReadIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFresh(t)
 	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
 		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1")}

@@ -9,17 +9,24 @@ import (
 	"time"
 )
 
+// openFresh opens a new embedded store, closed when the test ends.
+func openFresh(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // TestWrittenVersionKept: a record version an update writes is what memory
 // holds once the update commits, so the decision that cites the evidence
 // recorded with it reads it without a statement; an update rolled back
 // leaves memory as it was; and memory holds at most maxCached versions.
 func TestWrittenVersionKept(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "k.db"), DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openFresh(t)
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	key := RecordKey("claims", "C-1")
 	held := func() (string, bool) {
