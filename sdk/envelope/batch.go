@@ -54,10 +54,14 @@ type record struct {
 
 // seal signs recs: one record alone, several under one signature over
 // their tree's root, each envelope given its path to that root.
-func seal(key ed25519.PrivateKey, recs []record) {
+func seal(key ed25519.PrivateKey, recs []record) error {
+	if len(key) != ed25519.PrivateKeySize {
+		// ed25519.Sign would panic, on the goroutine leading the batch.
+		return fmt.Errorf("sign: a private key of %d bytes, want %d", len(key), ed25519.PrivateKeySize)
+	}
 	if len(recs) == 1 {
 		recs[0].env.Signature = ed25519.Sign(key, recs[0].encoding)
-		return
+		return nil
 	}
 	leaves := make([][]byte, len(recs))
 	for i, r := range recs {
@@ -70,6 +74,7 @@ func seal(key ed25519.PrivateKey, recs []record) {
 		r.env.Signature = sig
 		r.env.Batch = &receiptv1.Batch{Index: uint64(i), Size: uint64(len(recs)), Path: paths[i]}
 	}
+	return nil
 }
 
 // tree returns the RFC 6962 root of leaves and appends to paths[i] the
@@ -100,15 +105,16 @@ type group struct {
 	leading bool
 }
 
-// sealing is one caller's records and how it learns they are sealed, or
-// that it leads.
+// sealing is one caller's records and how it learns they are sealed (or
+// why not), or that it leads.
 type sealing struct {
 	recs   []record
 	sealed bool
+	err    error
 	wake   chan struct{}
 }
 
-func (g *group) seal(key ed25519.PrivateKey, recs []record) {
+func (g *group) seal(key ed25519.PrivateKey, recs []record) error {
 	me := &sealing{recs: recs, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, me)
@@ -116,7 +122,7 @@ func (g *group) seal(key ed25519.PrivateKey, recs []record) {
 		g.mu.Unlock()
 		<-me.wake
 		if me.sealed {
-			return
+			return me.err
 		}
 		g.mu.Lock()
 	}
@@ -136,11 +142,11 @@ func (g *group) seal(key ed25519.PrivateKey, recs []record) {
 			all = append(all, s.recs...)
 		}
 	}
-	seal(key, all)
+	err := seal(key, all)
 
 	for _, s := range batch {
 		if s != me {
-			s.sealed = true
+			s.sealed, s.err = true, err
 			s.wake <- struct{}{}
 		}
 	}
@@ -151,4 +157,5 @@ func (g *group) seal(key ed25519.PrivateKey, recs []record) {
 		g.leading = false
 	}
 	g.mu.Unlock()
+	return err
 }

@@ -121,3 +121,66 @@ func TestSignConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSignBadKey: a key of the wrong length is an error for every caller
+// of the batch, not a panic on the goroutine that leads it, and the
+// signer is still usable after.
+func TestSignBadKey(t *testing.T) {
+	s := envelope.NewSigner("kernel", make([]byte, 10))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := s.SignAll(&receiptv1.Capability{}, &receiptv1.DecisionReceipt{}); err == nil {
+				t.Error("SignAll with a 10-byte key succeeded")
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := s.Sign(&receiptv1.Capability{}); err == nil {
+		t.Error("Sign with a 10-byte key succeeded")
+	}
+}
+
+// FuzzOpenBatch changes a batch-signed envelope's place, size, path and
+// payload: Open never panics, and accepts only an envelope identical to
+// one that was signed.
+func FuzzOpenBatch(f *testing.F) {
+	pub, priv := keys(f)
+	ring := envelope.Keyring{"kernel": pub}
+	envs, err := envelope.NewSigner("kernel", priv).SignAll(
+		&receiptv1.Capability{CapabilityId: "cap-1"},
+		&receiptv1.Capability{CapabilityId: "cap-2"},
+		&receiptv1.Capability{CapabilityId: "cap-3"},
+		&receiptv1.Capability{CapabilityId: "cap-4"},
+		&receiptv1.Capability{CapabilityId: "cap-5"},
+	)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint8(0), uint64(0), uint64(5), []byte{}, uint8(0), uint8(0))
+	f.Add(uint8(4), uint64(4), uint64(5), []byte{1}, uint8(0), uint8(1))
+	f.Add(uint8(2), uint64(3), uint64(8), []byte{0, 0xff}, uint8(3), uint8(0))
+	f.Fuzz(func(t *testing.T, which uint8, index, size uint64, pathEdit []byte, cut, flip uint8) {
+		env := proto.CloneOf(envs[int(which)%len(envs)])
+		env.Batch.Index, env.Batch.Size = index, size
+		for i, b := range pathEdit {
+			if p := env.Batch.Path; len(p) > 0 {
+				p[i%len(p)][i%32] ^= b
+			}
+		}
+		env.Batch.Path = env.Batch.Path[:len(env.Batch.Path)-min(int(cut), len(env.Batch.Path))]
+		if flip != 0 && len(env.Payload) > 0 {
+			env.Payload[int(flip)%len(env.Payload)] ^= flip
+		}
+		var c receiptv1.Capability
+		if ring.Open(env, "kernel", &c) != nil {
+			return
+		}
+		for _, orig := range envs {
+			if proto.Equal(env, orig) {
+				return
+			}
+		}
+		t.Errorf("an altered envelope opened: %v", env)
+	})
+}

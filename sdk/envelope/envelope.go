@@ -83,7 +83,9 @@ func (s *Signer) SignAll(ms ...proto.Message) ([]*receiptv1.Envelope, error) {
 		appendPAEHead(buf[:0], typ, len(payload))
 		recs[i] = record{encoding: buf, env: &receiptv1.Envelope{PayloadType: typ, Payload: payload, KeyId: s.keyID}}
 	}
-	s.group.seal(s.key, recs)
+	if err := s.group.seal(s.key, recs); err != nil {
+		return nil, err
+	}
 	out := make([]*receiptv1.Envelope, len(recs))
 	for i := range recs {
 		out[i] = recs[i].env
