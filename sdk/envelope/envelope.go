@@ -37,7 +37,8 @@ func appendPAEHead(buf []byte, payloadType string, n int) []byte {
 }
 
 // Signer seals records with one key. Records sealed at the same moment,
-// by one call or by concurrent ones, share one signature (see [Batch]).
+// by one call or by concurrent ones, share one signature (see the package
+// documentation).
 type Signer struct {
 	keyID string
 	key   ed25519.PrivateKey
