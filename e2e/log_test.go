@@ -73,7 +73,9 @@ func TestReceiptBundle(t *testing.T) {
 		return ambitctl(t, append([]string{"receipt", "verify", "--pki", pki.IdentityDir(st.PKI, "agent")}, args...)...)
 	}
 	out, err = verify(bundlePath, "--checkpoint", cpPath)
-	if err != nil || !strings.HasPrefix(out, "OK  DecisionReceipt "+d.GetDecisionId()+" signed by kernel") {
+	// The decision receipt was signed with its capability: the second of
+	// two records under one signature.
+	if err != nil || !strings.HasPrefix(out, "OK  DecisionReceipt "+d.GetDecisionId()+" signed by kernel (record 2 of 2 signed together);") {
 		t.Fatalf("receipt verify: %v\n%s", err, out)
 	}
 	// The evidence receipt, signed by the evidence adapter, exports too.
@@ -81,7 +83,8 @@ func TestReceiptBundle(t *testing.T) {
 	if out, err := ambitctl(t, "receipt", "export", r.Receipt.GetReceiptId(), "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance", "--out", evPath); err != nil {
 		t.Fatalf("export evidence: %v\n%s", err, out)
 	}
-	if out, err := verify(evPath); err != nil || !strings.Contains(out, "signed by evidence") {
+	// Read alone, it was signed alone.
+	if out, err := verify(evPath); err != nil || !strings.Contains(out, "signed by evidence;") {
 		t.Errorf("verify evidence: %v\n%s", err, out)
 	}
 	if out, err := ambitctl(t, "receipt", "export", "no-such-receipt", "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance", "--out", evPath); err == nil || !strings.Contains(out, "NotFound") {

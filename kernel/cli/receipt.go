@@ -124,8 +124,12 @@ func runReceiptVerify(env *Env, k *keyFlags, cpFile string, args []string) error
 		return fail("the bundle is proven against the tree of size %d (root %s), not the checkpoint %s of size %d (root %s): export it with --tree-size %d",
 			got.Checkpoint.Head.Size, got.Checkpoint.Head, cpFile, held.Head.Size, held.Head, held.Head.Size)
 	}
-	fmt.Fprintf(env.Stdout, "OK  %s %s signed by %s; journal entry %d (leaf %d) is in %s at size %d, root %s\n",
-		strings.TrimPrefix(string(got.Receipt.ProtoReflect().Descriptor().FullName()), "ambit.receipt.v1."), got.Entry.Ref, got.KeyID,
+	together := ""
+	if b := got.Batch; b != nil {
+		together = fmt.Sprintf(" (record %d of %d signed together)", b.GetIndex()+1, b.GetSize())
+	}
+	fmt.Fprintf(env.Stdout, "OK  %s %s signed by %s%s; journal entry %d (leaf %d) is in %s at size %d, root %s\n",
+		strings.TrimPrefix(string(got.Receipt.ProtoReflect().Descriptor().FullName()), "ambit.receipt.v1."), got.Entry.Ref, got.KeyID, together,
 		got.Entry.Seq, got.Entry.Seq-1, got.Checkpoint.Origin, got.Checkpoint.Head.Size, got.Checkpoint.Head)
 	return nil
 }

@@ -102,9 +102,11 @@ func Marshal(b *logv1.ReceiptBundle) ([]byte, error) {
 
 // Verified is what a bundle proves.
 type Verified struct {
-	// Receipt is the decoded payload; KeyID signed it.
+	// Receipt is the decoded payload; KeyID signed it, alone or, when
+	// Batch is set, with the other records of that batch.
 	Receipt proto.Message
 	KeyID   string
+	Batch   *receiptv1.Batch
 	Entry   journal.Entry
 	// Checkpoint holds the entry.
 	Checkpoint checkpoint.Checkpoint
@@ -157,7 +159,7 @@ func Verify(data []byte, signers envelope.Keyring, v note.Verifier) (Verified, e
 	if err := proof.VerifyInclusion(journal.Hasher, index, size, e.LeafHash, b.GetInclusion().GetHashes(), cp.Head.Root); err != nil {
 		return Verified{}, fmt.Errorf("journal entry %d is not in the checkpoint's tree of %d: %w", e.Seq, size, err)
 	}
-	return Verified{Receipt: receipt, KeyID: env.GetKeyId(), Entry: e, Checkpoint: cp}, nil
+	return Verified{Receipt: receipt, KeyID: env.GetKeyId(), Batch: env.GetBatch(), Entry: e, Checkpoint: cp}, nil
 }
 
 // entryOf is the journal entry a bundle carries, with its leaf hash
