@@ -215,7 +215,9 @@ func TestConcurrentSubmitWithinCumulativeGrant(t *testing.T) {
 
 // raceSubmit submits n proposals at once, each its own messages as separate
 // RPCs would be, and counts their outcomes; every DENY must give exactly
-// the reason denyCode.
+// the reason denyCode. Every decision receipt, and every capability, opens
+// with the kernel's key as its own decision's, whichever of the others it
+// was signed with.
 func raceSubmit(t *testing.T, w *world, n int, p func() authority.Proposal, denyCode string) ([]*authority.Decided, map[string]int) {
 	t.Helper()
 	results := make([]*authority.Decided, n)
@@ -229,6 +231,15 @@ func raceSubmit(t *testing.T, w *world, n int, p func() authority.Proposal, deny
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("Submit %d: %v", i, errs[i])
+		}
+		var dr receiptv1.DecisionReceipt
+		if err := w.keys.Open(results[i].GetDecisionReceipt(), kernelKey, &dr); err != nil || dr.GetDecisionId() != results[i].GetDecisionId() {
+			t.Errorf("decision %d: receipt opens as %q (%v), want %q", i, dr.GetDecisionId(), err, results[i].GetDecisionId())
+		}
+		if env := results[i].GetCapability(); env != nil {
+			if c := w.openCapability(env); c.GetDecisionId() != results[i].GetDecisionId() {
+				t.Errorf("decision %d: capability names decision %q", i, c.GetDecisionId())
+			}
 		}
 		v := verdictOf(results[i])
 		outcomes[v.Outcome]++

@@ -450,6 +450,10 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 	for _, c := range g.evidence {
 		dr.Evidence = append(dr.Evidence, c.ref)
 	}
+	// The decision receipt is signed last, with the capability when there
+	// is one: one signature for both, and for what concurrent decisions
+	// sign meanwhile.
+	records := []proto.Message{dr}
 	switch {
 	case d.Outcome == evaluate.Allow:
 		c, row := k.issue(g, p, call, facts, out.DecisionId, now)
@@ -458,17 +462,7 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 		if g.approval != nil {
 			dr.ApprovalId = g.approval.Body.GetApprovalId()
 		}
-		// The capability and the decision receipt are signed together:
-		// one signature for both, and for what concurrent decisions sign
-		// meanwhile.
-		envs, err := k.signer.SignAll(c, dr)
-		if err != nil {
-			return nil, err
-		}
-		out.Capability, out.DecisionReceipt = envs[0], envs[1]
-		if w.capability, err = proto.Marshal(out.Capability); err != nil {
-			return nil, err
-		}
+		records = []proto.Message{c, dr}
 	case d.Approvable() && g.approval == nil:
 		out.ApprovalId = k.newID("apr-")
 		dr.ApprovalId = out.ApprovalId
@@ -482,16 +476,19 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 			RequestedAt: timestamppb.New(now),
 		}}
 	}
-	if out.DecisionReceipt == nil {
-		env, err := k.signer.Sign(dr)
-		if err != nil {
-			return nil, err
-		}
-		out.DecisionReceipt = env
+	envs, err := k.signer.SignAll(records...)
+	if err != nil {
+		return nil, err
 	}
-	var err error
+	out.DecisionReceipt = envs[len(envs)-1]
 	if w.decision, err = proto.Marshal(out.DecisionReceipt); err != nil {
 		return nil, err
+	}
+	if w.capRow != nil {
+		out.Capability = envs[0]
+		if w.capability, err = proto.Marshal(out.Capability); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }

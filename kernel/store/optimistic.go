@@ -227,10 +227,7 @@ func (s *Store) apply(c *batchChanges) {
 	// A written version is kept: it is written when evidence of the
 	// record is recorded, which is what a decision on it reads next.
 	for _, r := range c.records {
-		if _, ok := m.records[r.key]; !ok && len(m.records) >= maxCached {
-			clear(m.records)
-		}
-		m.records[r.key] = r.version
+		keep(m.records, r.key, r.version)
 	}
 	for _, e := range c.evidence {
 		m.remember(e)
@@ -256,6 +253,16 @@ func (s *Store) apply(c *batchChanges) {
 // store's Read.
 func (t *txn) cached() bool { return t.mirrored }
 
+// keep holds v under k in one of memory's maps, which hold at most
+// maxCached keys: a new key past that forgets all the others first, each
+// of which then costs a read again.
+func keep[V any](cache map[string]V, k string, v V) {
+	if _, ok := cache[k]; !ok && len(cache) >= maxCached {
+		clear(cache)
+	}
+	cache[k] = v
+}
+
 // readThrough returns what memory holds under k, or reads it (in a
 // statement of its own, which sees every commit before it) and keeps it
 // unless a commit moved k's stamp meanwhile. What read does not find is not
@@ -276,10 +283,7 @@ func readThrough[V any](t *txn, cache map[string]V, k string, read func() (V, bo
 	}
 	m.mu.Lock()
 	if slot.Load() == at {
-		if len(cache) >= maxCached {
-			clear(cache)
-		}
-		cache[k] = v
+		keep(cache, k, v)
 	}
 	m.mu.Unlock()
 	return v, true, nil
@@ -354,15 +358,11 @@ func (t *txn) moveEarliest(taskID string, gen uint64) error {
 	if m.issuedGen != gen {
 		return nil
 	}
-	if _, known := m.earliest[taskID]; !known && len(m.earliest) >= maxCached {
-		// Every task becomes unknown again, which costs a read each.
-		clear(m.earliest)
-	}
 	var mark time.Time // none outstanding
 	if at.Valid {
 		mark = parseTS(at.String)
 	}
-	m.earliest[taskID] = mark
+	keep(m.earliest, taskID, mark)
 	return nil
 }
 
@@ -427,30 +427,29 @@ func (t *txn) exclusiveUsage(taskID string) (usage, error) {
 	}
 	m := &t.s.mirror
 	m.mu.Lock()
-	committed, known := m.usage[taskID].plus(usage{}, 1) // a copy
+	counted := m.usage[taskID]
+	var committed usage
+	if counted != nil {
+		committed = counted.plus(usage{}, 1) // a copy
+	}
 	m.mu.Unlock()
-	if !known {
+	if counted == nil {
 		seen, err := t.countUsage(taskID)
 		if err != nil {
 			return usage{}, err
 		}
-		committed, _ = seen.plus(pending, -1)
+		committed = seen.plus(pending, -1)
 		m.mu.Lock()
 		if m.usage[taskID] == nil {
 			m.usage[taskID] = &committed
 		}
 		m.mu.Unlock()
 	}
-	u, _ := committed.plus(pending, 1)
-	return u, nil
+	return committed.plus(pending, 1), nil
 }
 
-// plus is a copy of u with d added sign times (sign -1 subtracts it);
-// false when u is nil.
-func (u *usage) plus(d usage, sign int64) (usage, bool) {
-	if u == nil {
-		return usage{}, false
-	}
+// plus is a copy of u with d added sign times (sign -1 subtracts it).
+func (u usage) plus(d usage, sign int64) usage {
 	out := usage{actions: u.actions + sign*d.actions, minor: maps.Clone(u.minor)}
 	if out.minor == nil {
 		out.minor = map[string]int64{}
@@ -458,7 +457,7 @@ func (u *usage) plus(d usage, sign int64) (usage, bool) {
 	for currency, minor := range d.minor {
 		out.minor[currency] += sign * minor
 	}
-	return out, true
+	return out
 }
 
 // CommittedHead is the journal's tree head as last committed by this
