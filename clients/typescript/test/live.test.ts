@@ -226,6 +226,7 @@ describe("live stack", { skip: skipLive() }, () => {
     });
     assert.equal(run.status, 0, `the snippet failed:\n${run.stdout}${run.stderr}`);
     assert.match(run.stdout, /ALL_APERTURES_SATISFIED/);
+    assert.match(run.stdout, /^true true$/m);
     assert.match(run.stdout, /^VERIFIED$/m);
     assert.match(run.stdout, /^ERROR_REASON_FIELDS_OUTSIDE_GRANT$/m);
   });
