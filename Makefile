@@ -129,11 +129,14 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
 	touch $@
 
 .PHONY: lint
-lint: $(TOOLS)/buf $(TOOLS)/staticcheck ## buf lint and format check, go vet, staticcheck
+lint: $(TOOLS)/buf $(TOOLS)/staticcheck ## buf lint and format check, go vet, staticcheck, tidy go.mod files
 	$(TOOLS)/buf lint
 	$(TOOLS)/buf format -d --exit-code
 	go vet $(PACKAGES)
 	$(TOOLS)/staticcheck $(PACKAGES)
+	@# Each module must build on its own too (go install, a vendored copy),
+	@# not only inside the workspace.
+	for m in $(MODULES); do (cd $$m && GOWORK=off go mod tidy -diff) || { echo "$$m: go.mod is not tidy (cd $$m && GOWORK=off go mod tidy)"; exit 1; }; done
 
 .PHONY: breaking
 breaking: $(TOOLS)/buf ## Check proto/ for breaking changes against the previous commit
