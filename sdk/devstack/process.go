@@ -92,14 +92,17 @@ func (s *Stack) run(ctx context.Context, name string, argv []string) error {
 
 // tail is the end of a process's log, to make a start-up failure
 // readable where it is reported.
-func (s *Stack) tail(name string) string {
+func (s *Stack) tail(name string) string { return s.tailLines(name, 10) }
+
+// tailLines is the last n lines of a process's log.
+func (s *Stack) tailLines(name string, n int) string {
 	data, err := os.ReadFile(s.LogPath(name))
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return ""
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 10 {
-		lines = lines[len(lines)-10:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return fmt.Sprintf("; the end of %s:\n\t%s", s.LogPath(name), strings.Join(lines, "\n\t"))
 }
@@ -216,9 +219,12 @@ func (s *Stack) Restart(ctx context.Context, name string, env []string) error {
 
 // Stop closes the connections handed out, sends SIGTERM to the stack's
 // processes in the reverse of their start order (the sidecars, then the
-// kernel), then to the examples' servers, each given ten seconds to exit before it is killed,
-// and removes stack.json. It reports every process that did not exit
-// cleanly. Stopping a stopped stack does nothing.
+// kernel), then to the examples' servers, each given ten seconds to exit,
+// and removes stack.json. A process still running then gets SIGQUIT, which
+// makes it write its goroutines' stacks to its log, and SIGKILL if that
+// does not end it. Stop reports every process that did not exit cleanly,
+// with the end of the log of one that had to be stopped so. Stopping a
+// stopped stack does nothing.
 func (s *Stack) Stop() error {
 	s.mu.Lock()
 	conns := s.conns
@@ -246,22 +252,38 @@ func (s *Stack) Stop() error {
 		if p == nil || p.exited() {
 			continue // never started, or already gone (killed by a test)
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			if p.err != nil {
-				errs = append(errs, fmt.Errorf("%s exited with %v after SIGTERM; see %s", name, p.err, s.LogPath(name)))
-			}
-		case <-time.After(stopWait):
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
-			errs = append(errs, fmt.Errorf("%s did not stop within %s of SIGTERM; killed", name, stopWait))
+		if err := s.stop(name, p, stopWait, quitWait); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := os.Remove(s.InfoPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// stop sends SIGTERM to the running process p and waits up to wait for it
+// to exit. One still running then gets SIGQUIT, which makes a Go process
+// write every goroutine's stack to its log (what it was waiting for), and
+// SIGKILL if it outlives quit too.
+func (s *Stack) stop(name string, p *proc, wait, quit time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return fmt.Errorf("%s exited with %v after SIGTERM; see %s", name, p.err, s.LogPath(name))
+		}
+		return nil
+	case <-time.After(wait):
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(quit):
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+	}
+	return fmt.Errorf("%s did not stop within %s of SIGTERM; stopped with SIGQUIT%s", name, wait, s.tailLines(name, quitLines))
 }
 
 // names are the stack's processes' names, in start order.

@@ -67,6 +67,10 @@ const (
 	startWait = 30 * time.Second
 	stopWait  = 10 * time.Second
 	pollEvery = 20 * time.Millisecond
+	// A process that outlives stopWait gets quitWait to write its
+	// goroutines' stacks; the error shows the last quitLines of its log.
+	quitWait  = 3 * time.Second
+	quitLines = 400
 )
 
 // Options configure a stack.
