@@ -8,6 +8,7 @@ require (
 	github.com/ambitkernel/ambit/proto v0.0.0
 	github.com/ambitkernel/ambit/sdk v0.0.0
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/transparency-dev/merkle v0.0.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.42.0
