@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -119,8 +120,8 @@ func partOf(sample *profile.Sample) string {
 // profileKernel runs op on conc goroutines, closed loop, while the
 // kernel takes a CPU profile of itself for d (its configuration sets
 // profiling), and returns the profile's time by part and how many calls
-// ended inside it.
-func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error) (cpuSplit, error) {
+// ended inside it. The profile is also written to keep, unless empty.
+func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error, keep string) (cpuSplit, error) {
 	var counting atomic.Bool
 	var calls, next atomic.Int64
 	stop := make(chan struct{})
@@ -165,7 +166,17 @@ func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op
 	if resp.StatusCode != http.StatusOK {
 		return cpuSplit{}, fmt.Errorf("kernel profile: %s", resp.Status)
 	}
-	p, err := profile.Parse(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return cpuSplit{}, err
+	}
+	if keep != "" {
+		// To look further with go tool pprof.
+		if err := os.WriteFile(keep, raw, 0o600); err != nil {
+			return cpuSplit{}, err
+		}
+	}
+	p, err := profile.ParseData(raw)
 	if err != nil {
 		return cpuSplit{}, err
 	}
@@ -210,7 +221,8 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // picks one), from a CPU profile the kernel takes of itself while the
 // calls run. It also times the disk's fdatasync in the stack's folder.
 // The profile costs the kernel a few percent, so these runs are apart
-// from BenchmarkNetworked's figures.
+// from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES names a folder
+// to keep the profiles in, for go tool pprof.
 func BenchmarkKernelCPU(b *testing.B) {
 	if os.Getenv("AMBIT_BENCH") == "" {
 		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and profile the kernel")
@@ -264,7 +276,11 @@ func BenchmarkKernelCPU(b *testing.B) {
 		splits := make([]cpuSplit, len(ops))
 		for i, o := range ops {
 			b.Run(fmt.Sprintf("%s-%s/c=%d", o.name, durability, o.conc), func(b *testing.B) {
-				s, err := profileKernel(ctx, st, window, o.conc, o.op)
+				var keep string
+				if dir := os.Getenv("AMBIT_BENCH_PROFILES"); dir != "" {
+					keep = filepath.Join(dir, fmt.Sprintf("kernel-%s-%s-c%d.pprof", durability, o.name, o.conc))
+				}
+				s, err := profileKernel(ctx, st, window, o.conc, o.op, keep)
 				if err != nil {
 					b.Fatal(err)
 				}
