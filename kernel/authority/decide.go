@@ -624,15 +624,16 @@ func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluat
 	if vu := g.b.eval.ValidUntil; vu.Before(expires) {
 		expires = vu
 	}
+	id := k.newID("cap-")
 	c := &receiptv1.Capability{
-		CapabilityId:   k.newID("cap-"),
+		CapabilityId:   id,
 		DecisionId:     decisionID,
 		TaskId:         p.TaskID,
 		ContractHash:   g.b.hash,
 		Call:           canonicalCall(call),
 		Destination:    f.Destination,
 		StateVersion:   f.StateVersion,
-		IdempotencyKey: k.newID("idem-"),
+		IdempotencyKey: idempotencyKey(id),
 		IssuedAt:       timestamppb.New(now),
 		ExpiresAt:      timestamppb.New(expires),
 		Holder:         p.Agent,
@@ -658,6 +659,13 @@ func (k *Kernel) issue(g *gathered, p *Proposal, call *toolcall.Call, f *evaluat
 		row.ApprovalID = g.approval.Body.GetApprovalId()
 	}
 	return c, row
+}
+
+// idempotencyKey is the key the action adapter executes a capability
+// under: made from the capability's identifier, so that it is as unique
+// as the identifier is, with no index of keys to keep it so.
+func idempotencyKey(capabilityID string) string {
+	return "idem-" + strings.TrimPrefix(capabilityID, "cap-")
 }
 
 // parseCall reads a call from the wire.

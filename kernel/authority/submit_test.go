@@ -2,8 +2,8 @@ package authority_test
 
 import (
 	"bytes"
-	"google.golang.org/protobuf/proto"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
 
@@ -31,6 +32,11 @@ func TestSubmitAllowIssuesBoundCapability(t *testing.T) {
 	}
 	if c.GetCapabilityId() == "" || c.GetIdempotencyKey() == "" {
 		t.Fatalf("capability lacks id or idempotency key: %v", c)
+	}
+	// The key is made from the identifier, so that it is as unique: the
+	// store keeps no index of keys.
+	if id, ok := strings.CutPrefix(c.GetCapabilityId(), "cap-"); !ok || c.GetIdempotencyKey() != "idem-"+id {
+		t.Errorf("idempotency key %q is not made from capability id %q", c.GetIdempotencyKey(), c.GetCapabilityId())
 	}
 	want := &receiptv1.Capability{
 		CapabilityId:   c.GetCapabilityId(),

@@ -18,8 +18,9 @@ import (
 type migration struct {
 	version int
 	stmts   []string
-	// sqlite are statements SQLite alone runs: how its tables are stored.
-	sqlite []string
+	// sqlite are statements SQLite alone runs: how its tables are stored;
+	// postgres, those PostgreSQL alone runs, where its syntax differs.
+	sqlite, postgres []string
 }
 
 // migrations, oldest first. Never edit one that has shipped: add the next.
@@ -40,6 +41,47 @@ var migrations = []migration{
 	// not, are found through one index instead of two, and on SQLite a
 	// task's usage is kept in memory alone.
 	{version: 4, stmts: taskIndex, sqlite: []string{`DROP TABLE IF EXISTS task_usage`}},
+	// One page fewer per decision: no index of idempotency keys. The
+	// kernel makes a capability's key from its identifier, which the
+	// primary key keeps unique, and never looks a capability up by key.
+	{version: 5, sqlite: idempotencyUnindexed, postgres: []string{
+		`ALTER TABLE capabilities DROP CONSTRAINT IF EXISTS capabilities_idempotency_key_key`,
+	}},
+}
+
+// capabilityTableV5 is capabilityTable without the uniqueness of
+// idempotency keys (schema version 5).
+const capabilityTableV5 = `
+		capability_id       TEXT PRIMARY KEY,
+		decision_id         TEXT NOT NULL,
+		task_id             TEXT NOT NULL,
+		record              TEXT NOT NULL,
+		state_version       TEXT NOT NULL,
+		idempotency_key     TEXT NOT NULL,
+		tool                TEXT NOT NULL,
+		currency            TEXT NOT NULL,
+		amount_minor        INTEGER NOT NULL,
+		status              INTEGER NOT NULL,
+		effect_receipt_id   TEXT NOT NULL DEFAULT '',
+		readback_receipt_id TEXT NOT NULL DEFAULT '',
+		note                TEXT NOT NULL DEFAULT '',
+		issued_at           TEXT NOT NULL,
+		expires_at          TEXT NOT NULL,
+		approval_id         TEXT NOT NULL DEFAULT '',
+		effect_hash         TEXT NOT NULL DEFAULT '',
+		holder              TEXT NOT NULL DEFAULT ''
+`
+
+// idempotencyUnindexed rebuilds SQLite's capabilities without the index
+// a UNIQUE column keeps (it cannot be dropped alone), with the indexes of
+// version 4.
+var idempotencyUnindexed = []string{
+	`CREATE TABLE capabilities_v5 (` + capabilityTableV5 + `) WITHOUT ROWID`,
+	`INSERT INTO capabilities_v5 (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities`,
+	`DROP TABLE capabilities`,
+	`ALTER TABLE capabilities_v5 RENAME TO capabilities`,
+	`CREATE INDEX capabilities_task ON capabilities (task_id, status, expires_at, currency, amount_minor)`,
+	capabilitiesRecord,
 }
 
 // taskIndex replaces the index of capabilities by task and the partial one
@@ -150,9 +192,9 @@ func migrateTo(ctx context.Context, db *sql.DB, pg bool, to int) error {
 		if m.version <= have || m.version > to {
 			continue
 		}
-		stmts := m.stmts
-		if !pg {
-			stmts = append(slices.Clone(stmts), m.sqlite...)
+		stmts := slices.Concat(m.stmts, m.sqlite)
+		if pg {
+			stmts = slices.Concat(m.stmts, m.postgres)
 		}
 		for _, stmt := range stmts {
 			if pg {

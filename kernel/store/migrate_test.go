@@ -301,3 +301,50 @@ func TestOpenRefusesHashChain(t *testing.T) {
 		t.Errorf("tables after the refusal = %d, %v; want the journal alone", tables, err)
 	}
 }
+
+// TestMigrateToVersion5 opens a database a version-4 kernel wrote: its
+// capabilities survive the rebuild of their table, which no longer keeps
+// an index of idempotency keys, and the indexes of version 4 are there.
+func TestMigrateToVersion5(t *testing.T) {
+	ctx := context.Background()
+	path, db := databaseAt(t, 4)
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for i, status := range []int{1, 2} {
+		insertCapabilityRow(t, db, fmt.Sprintf("cap-%d", i+1), status, at, at.Add(time.Minute))
+	}
+	before := indexNames(t, &Store{ro: db})
+	var autoBefore int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pragma_index_list('capabilities') WHERE origin = 'u'`).Scan(&autoBefore); err != nil || autoBefore != 1 {
+		t.Fatalf("version 4's capabilities have %d unique indexes (%v), want the one of idempotency keys", autoBefore, err)
+	}
+	s := startOn(t, path, db)
+	defer s.Close()
+	if got := indexNames(t, s); !slices.Equal(got, before) {
+		t.Errorf("indexes after the migration = %v, want version 4's %v", got, before)
+	}
+	var unique int
+	if err := s.ro.QueryRow(`SELECT COUNT(*) FROM pragma_index_list('capabilities') WHERE origin = 'u'`).Scan(&unique); err != nil || unique != 0 {
+		t.Errorf("capabilities keep %d unique indexes (%v), want none", unique, err)
+	}
+	var withoutRowid int
+	if err := s.ro.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name = 'capabilities' AND sql LIKE '%WITHOUT ROWID'`).Scan(&withoutRowid); err != nil || withoutRowid != 1 {
+		t.Errorf("capabilities are not kept in their primary key's b-tree (%v)", err)
+	}
+	err := s.Read(ctx, func(tx Tx) error {
+		all, err := tx.Capabilities("task-1")
+		if err != nil || len(all) != 2 || all[0].IdempotencyKey != "idem-cap-1" || all[1].Status != 2 {
+			t.Errorf("the task's capabilities after the migration = %+v, %v", all, err)
+		}
+		due, err := tx.Due("task-1", at.Add(time.Hour))
+		if err != nil || len(due) != 1 || due[0].CapabilityID != "cap-1" {
+			t.Errorf("due after the migration = %+v, %v; want cap-1", due, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 2 || sum != 3480 {
+		t.Errorf("usage after the migration = %d, %d, %v; want 2, 3480", n, sum, err)
+	}
+}

@@ -42,7 +42,8 @@ var (
 	isOpenApproval = fmt.Sprintf("state IN (%d, %d)", kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)
 )
 
-// capabilityTable is the capability row's columns and constraints.
+// capabilityTable is the capability row's columns and constraints as
+// schema version 1 made them (capabilityTableV5 is the table now).
 const capabilityTable = `
 		capability_id       TEXT PRIMARY KEY,
 		decision_id         TEXT NOT NULL,
