@@ -315,19 +315,7 @@ func measureLoop(b *testing.B, st *stack, durability string) []figure {
 		}))
 	})
 	b.Run("loop-"+durability+"/c=1", func(b *testing.B) {
-		figs = append(figs, measure(b, "loop-"+durability, 1, func(i int) error {
-			claim := fmt.Sprintf("B-%05d", i%benchClaims)
-			r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", claim, demo.ClaimFields...)
-			if err != nil {
-				return err
-			}
-			out, err := st.Agent.Do(ctx, client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
-				Args: demo.Refund(claim, 1200, demo.Claimant), Evidence: []*client.Evidence{r}})
-			if err == nil && !out.Decision.Allowed() {
-				err = fmt.Errorf("decision %v", out.Decision.GetDecision())
-			}
-			return err
-		}))
+		figs = append(figs, measure(b, "loop-"+durability, 1, func(i int) error { return loopOnce(ctx, st, i) }))
 	})
 	return figs
 }

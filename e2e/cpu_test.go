@@ -42,28 +42,43 @@ func prefixed(ps ...string) func(string) bool {
 	}
 }
 
-// cpuParts are checked in order, so that a part nested in another (the
-// disk's system calls in SQLite, SQLite in a decision) is counted as
-// itself.
+// The parts of a process's CPU time, in the order they are checked, so
+// that a part nested in another (the disk's system calls in SQLite,
+// SQLite in a decision, a sidecar's call to the kernel in its handler) is
+// counted as itself.
+const (
+	partDisk      = "disk: SQLite's reads, writes and syncs (system calls)"
+	partSQLite    = "SQLite: statements, b-trees, WAL index, locks"
+	partEnvelope  = "records signed, verified and hashed (sdk/envelope)"
+	partLog       = "log lines (zap)"
+	partGC        = "garbage collection"
+	partOutbound  = "calls to other processes (gRPC and HTTP clients)"
+	partOwn       = "own work: decision, redemption, adapter and verifier logic"
+	partHandling  = "call handling: decoding, interceptors, encoding"
+	partTransport = "transport: HTTP/2, TLS, sockets"
+	partScheduler = "scheduler: idle Ps looking for work"
+)
+
 var cpuParts = []cpuPart{
-	{"disk: SQLite's reads, writes and syncs (system calls)", func(fn string) bool {
+	{partDisk, func(fn string) bool {
 		name, ok := strings.CutPrefix(fn, "modernc.org/libc.X")
 		return ok && slices.Contains([]string{"pread", "pwrite", "pread64", "pwrite64", "read", "write", "fsync", "fdatasync"}, name)
 	}},
-	{"SQLite: statements, b-trees, WAL index, locks", prefixed("modernc.org/sqlite", "modernc.org/libc", "database/sql.")},
-	{"records signed and hashed (sdk/envelope)", prefixed("github.com/ambitkernel/ambit/sdk/envelope.")},
-	{"log lines (zap)", prefixed("go.uber.org/zap")},
-	{"garbage collection", func(fn string) bool {
+	{partSQLite, prefixed("modernc.org/sqlite", "modernc.org/libc", "database/sql.")},
+	{partEnvelope, prefixed("github.com/ambitkernel/ambit/sdk/envelope.")},
+	{partLog, prefixed("go.uber.org/zap")},
+	{partGC, func(fn string) bool {
 		return strings.HasPrefix(fn, "runtime.gc") || strings.HasPrefix(fn, "runtime.bgs") || strings.HasPrefix(fn, "runtime.sweep") ||
 			fn == "gcWriteBarrier" || strings.HasPrefix(fn, "runtime.markroot") || strings.HasPrefix(fn, "runtime.scan")
 	}},
-	{"decision: memory reads, schema check, facts, evaluation, marshalling", prefixed("github.com/ambitkernel/ambit/kernel/authority.(*Kernel).Submit")},
-	{"call handling: decoding, interceptors, encoding", prefixed("google.golang.org/grpc.(*Server).processRPC")},
-	{"transport: HTTP/2, TLS, sockets", prefixed("google.golang.org/grpc", "golang.org/x/net/http2", "crypto/tls", "net.", "internal/poll", "syscall.", "runtime.netpoll")},
-	{"scheduler: idle Ps looking for work", prefixed("runtime.findRunnable", "runtime.schedule", "runtime.park_m", "runtime.mcall")},
+	{partOutbound, prefixed("google.golang.org/grpc.(*ClientConn).Invoke", "net/http.(*Client)")},
+	{partOwn, prefixed("github.com/ambitkernel/ambit/kernel/", "github.com/ambitkernel/ambit/adapters/", "github.com/ambitkernel/ambit/verifier/")},
+	{partHandling, prefixed("google.golang.org/grpc.(*Server).processRPC")},
+	{partTransport, prefixed("google.golang.org/grpc", "golang.org/x/net/http2", "net/http", "crypto/tls", "net.", "internal/poll", "syscall.", "runtime.netpoll")},
+	{partScheduler, prefixed("runtime.findRunnable", "runtime.schedule", "runtime.park_m", "runtime.mcall")},
 }
 
-const otherPart = "other (timers, the checkpoint publisher, the runtime)"
+const otherPart = "other (timers, the runtime)"
 
 // cpuSplit is a CPU profile's time by part.
 type cpuSplit struct {
@@ -117,11 +132,12 @@ func partOf(sample *profile.Sample) string {
 	return otherPart
 }
 
-// profileKernel runs op on conc goroutines, closed loop, while the
-// kernel takes a CPU profile of itself for d (its configuration sets
-// profiling), and returns the profile's time by part and how many calls
-// ended inside it. The profile is also written to keep, unless empty.
-func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error, keep string) (cpuSplit, error) {
+// profileUnder runs op on conc goroutines, closed loop, while each of
+// the stack's processes named takes a CPU profile of itself for d (the
+// stack's configuration sets profiling), and returns each profile's time
+// by part with how many calls ended inside it. keep, unless nil, names a
+// file to write a process's profile to.
+func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error, procs []string, keep func(proc string) string) ([]cpuSplit, error) {
 	var counting atomic.Bool
 	var calls, next atomic.Int64
 	stop := make(chan struct{})
@@ -149,30 +165,59 @@ func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op
 		close(stop)
 		wg.Wait()
 	}()
-	// A second of load first, so that the profile sees the steady state.
+	// A second of load first, so that the profiles see the steady state.
 	time.Sleep(time.Second)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", st.Addr(devstack.Kernel, "metrics"), int(d.Seconds())), nil)
+	out := make([]cpuSplit, len(procs))
+	perr := make([]error, len(procs))
+	var taking sync.WaitGroup
+	counting.Store(true)
+	for i, proc := range procs {
+		taking.Go(func() {
+			var path string
+			if keep != nil {
+				path = keep(proc)
+			}
+			out[i], perr[i] = profileOf(ctx, st.Addr(proc, "metrics"), d, path)
+		})
+	}
+	taking.Wait()
+	counting.Store(false)
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	for i := range out {
+		if perr[i] != nil {
+			return nil, fmt.Errorf("%s: %w", procs[i], perr[i])
+		}
+		out[i].calls = calls.Load()
+	}
+	return out, nil
+}
+
+// profileOf takes a CPU profile for d from the process whose metrics
+// listener is at addr, keeps it at path unless empty, and splits it.
+func profileOf(ctx context.Context, addr string, d time.Duration, path string) (cpuSplit, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())), nil)
 	if err != nil {
 		return cpuSplit{}, err
 	}
-	counting.Store(true)
 	resp, err := http.DefaultClient.Do(req)
-	counting.Store(false)
 	if err != nil {
 		return cpuSplit{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return cpuSplit{}, fmt.Errorf("kernel profile: %s", resp.Status)
+		return cpuSplit{}, fmt.Errorf("profile: %s", resp.Status)
 	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return cpuSplit{}, err
 	}
-	if keep != "" {
+	if path != "" {
 		// To look further with go tool pprof.
-		if err := os.WriteFile(keep, raw, 0o600); err != nil {
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			return cpuSplit{}, err
 		}
 	}
@@ -180,14 +225,7 @@ func profileKernel(ctx context.Context, st *stack, d time.Duration, conc int, op
 	if err != nil {
 		return cpuSplit{}, err
 	}
-	select {
-	case err := <-errs:
-		return cpuSplit{}, err
-	default:
-	}
-	s, err := splitCPU(p)
-	s.calls = calls.Load()
-	return s, err
+	return splitCPU(p)
 }
 
 // syncLatency is the median of n fdatasyncs of a 32 KB append to a file
@@ -215,17 +253,19 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 	return ds[n/2], nil
 }
 
-// BenchmarkKernelCPU shows where the kernel's CPU goes, per call: a
-// no-op (a health check on the agent listener) and SubmitProposal, at 64
-// and at 1 in flight, at each durability level (AMBIT_BENCH_DURABILITY
-// picks one), from a CPU profile the kernel takes of itself while the
-// calls run. It also times the disk's fdatasync in the stack's folder.
-// The profile costs the kernel a few percent, so these runs are apart
-// from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES names a folder
-// to keep the profiles in, for go tool pprof.
+// BenchmarkKernelCPU shows where the CPU goes, per call, from CPU
+// profiles the processes take of themselves while the calls run: the
+// kernel's under a no-op (a health check on the agent listener) and under
+// SubmitProposal, at 64 and at 1 in flight; and each of the four
+// processes' under the whole loop (read, propose, execute, read back) at
+// 1 in flight. It does so at each durability level
+// (AMBIT_BENCH_DURABILITY picks one), and times the disk's fdatasync in
+// the stack's folder. A profile costs a process a few percent, so these
+// runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
+// names a folder to keep the profiles in, for go tool pprof.
 func BenchmarkKernelCPU(b *testing.B) {
 	if os.Getenv("AMBIT_BENCH") == "" {
-		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and profile the kernel")
+		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and profile them")
 	}
 	ctx := context.Background()
 	durabilities := []string{"normal", "full"}
@@ -233,9 +273,13 @@ func BenchmarkKernelCPU(b *testing.B) {
 		durabilities = []string{d}
 	}
 	const window = 5 * time.Second
+	procs := []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier}
 	for _, durability := range durabilities {
-		st := startStack(b, devstack.Options{Durability: durability,
-			Env: map[string][]string{devstack.Kernel: {"AMBIT_PROFILING=true"}}})
+		env := map[string][]string{}
+		for _, p := range procs {
+			env[p] = []string{"AMBIT_PROFILING=true"}
+		}
+		st := startStack(b, devstack.Options{Durability: durability, Env: env})
 		if err := benchSeed(ctx, st.DataDir); err != nil {
 			b.Fatal(err)
 		}
@@ -263,31 +307,41 @@ func BenchmarkKernelCPU(b *testing.B) {
 			}
 			return err
 		}
-		ops := []struct {
+		check := func(int) error { _, err := noop.Check(ctx, &healthpb.HealthCheckRequest{}); return err }
+		keep := func(what string) func(string) string {
+			dir := os.Getenv("AMBIT_BENCH_PROFILES")
+			if dir == "" {
+				return nil
+			}
+			return func(proc string) string {
+				return filepath.Join(dir, fmt.Sprintf("%s-%s-%s.pprof", proc, durability, what))
+			}
+		}
+		kernelOps := []struct {
 			name string
 			conc int
 			op   func(int) error
-		}{
-			{"no-op", 64, func(int) error { _, err := noop.Check(ctx, &healthpb.HealthCheckRequest{}); return err }},
-			{"decision", 64, propose},
-			{"no-op", 1, func(int) error { _, err := noop.Check(ctx, &healthpb.HealthCheckRequest{}); return err }},
-			{"decision", 1, propose},
-		}
-		splits := make([]cpuSplit, len(ops))
-		for i, o := range ops {
+		}{{"no-op", 64, check}, {"decision", 64, propose}, {"no-op", 1, check}, {"decision", 1, propose}}
+		var cols []string
+		var splits []cpuSplit
+		for _, o := range kernelOps {
+			what := fmt.Sprintf("%s-c%d", o.name, o.conc)
 			b.Run(fmt.Sprintf("%s-%s/c=%d", o.name, durability, o.conc), func(b *testing.B) {
-				var keep string
-				if dir := os.Getenv("AMBIT_BENCH_PROFILES"); dir != "" {
-					keep = filepath.Join(dir, fmt.Sprintf("kernel-%s-%s-c%d.pprof", durability, o.name, o.conc))
-				}
-				s, err := profileKernel(ctx, st, window, o.conc, o.op, keep)
+				s, err := profileUnder(ctx, st, window, o.conc, o.op, procs[:1], keep(what))
 				if err != nil {
 					b.Fatal(err)
 				}
-				splits[i] = s
-				b.ReportMetric(s.perCall(""), "kernel-cpu-µs/call")
+				cols, splits = append(cols, fmt.Sprintf("%s c=%d", o.name, o.conc)), append(splits, s[0])
+				b.ReportMetric(s[0].perCall(""), "kernel-cpu-µs/call")
 			})
 		}
+		var loop []cpuSplit
+		b.Run(fmt.Sprintf("loop-%s/c=1", durability), func(b *testing.B) {
+			loop, err = profileUnder(ctx, st, window, 1, func(i int) error { return loopOnce(ctx, st, i) }, procs, keep("loop"))
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
 		fsync, err := syncLatency(filepath.Dir(st.KernelDB), 200)
 		if err != nil {
 			b.Fatal(err)
@@ -295,29 +349,54 @@ func BenchmarkKernelCPU(b *testing.B) {
 		if err := st.Stop(); err != nil {
 			b.Fatal(err)
 		}
-		fmt.Printf("\nthe kernel's CPU per call, durability %s (µs; from a %s CPU profile of the kernel under each load)\n", durability, window)
-		fmt.Printf("%-70s", "part")
-		for _, o := range ops {
-			fmt.Printf(" %14s", fmt.Sprintf("%s c=%d", o.name, o.conc))
+		fmt.Printf("\nCPU per call, durability %s (µs; from a %s CPU profile each process takes of itself under each load)\n", durability, window)
+		printSplits("the kernel under", cols, splits)
+		if loop != nil {
+			printSplits("the whole loop at 1 in flight:", procs, loop)
+		}
+		fmt.Printf("one fdatasync of a 32 KB append in the stack's folder: p50 %s (a commit at durability full waits for one)\n", fsync.Round(time.Microsecond))
+	}
+}
+
+// loopOnce is one read → propose → execute → read back of a distinct
+// claim (i picks it), as BenchmarkNetworked's loop makes it.
+func loopOnce(ctx context.Context, st *stack, i int) error {
+	claim := fmt.Sprintf("B-%05d", i%benchClaims)
+	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", claim, demo.ClaimFields...)
+	if err != nil {
+		return err
+	}
+	out, err := st.Agent.Do(ctx, client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(claim, 1200, demo.Claimant), Evidence: []*client.Evidence{r}})
+	if err == nil && !out.Decision.Allowed() {
+		err = fmt.Errorf("decision %v", out.Decision.GetDecision())
+	}
+	return err
+}
+
+// printSplits prints CPU splits side by side, per call, one column each.
+func printSplits(title string, cols []string, splits []cpuSplit) {
+	fmt.Printf("%-66s", title)
+	for _, c := range cols {
+		fmt.Printf(" %13s", c)
+	}
+	fmt.Println()
+	for _, part := range append(partNames(), otherPart, "") {
+		name := part
+		if part == "" {
+			name = "all of the process's CPU"
+		}
+		fmt.Printf("%-66s", name)
+		for _, s := range splits {
+			fmt.Printf(" %13.1f", s.perCall(part))
 		}
 		fmt.Println()
-		for _, part := range append(partNames(), otherPart, "") {
-			name := part
-			if part == "" {
-				name = "all of the kernel's CPU"
-			}
-			fmt.Printf("%-70s", name)
-			for _, s := range splits {
-				fmt.Printf(" %14.1f", s.perCall(part))
-			}
-			fmt.Println()
-		}
-		fmt.Printf("%-70s", "calls in the profile")
-		for _, s := range splits {
-			fmt.Printf(" %14d", s.calls)
-		}
-		fmt.Printf("\none fdatasync of a 32 KB append in the stack's folder: p50 %s (a commit at durability full waits for one)\n", fsync.Round(time.Microsecond))
 	}
+	fmt.Printf("%-66s", "calls in the profile")
+	for _, s := range splits {
+		fmt.Printf(" %13d", s.calls)
+	}
+	fmt.Println()
 }
 
 func partNames() []string {
@@ -358,28 +437,30 @@ func TestSplitCPU(t *testing.T) {
 	sample(800, "go.uber.org/zap/zapcore.(*ioCore).Write", rpc)
 	sample(900, "runtime.findRunnable", "runtime.schedule")
 	sample(1000, "time.Sleep")
+	// A sidecar's call to the kernel, inside its own handler.
+	sample(1100, "google.golang.org/grpc/internal/transport.(*http2Client).Write", "google.golang.org/grpc.(*ClientConn).Invoke",
+		"github.com/ambitkernel/ambit/adapters/evidence.(*Core).Read", rpc)
 	s, err := splitCPU(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]time.Duration{
-		cpuParts[0].name: 100, cpuParts[1].name: 200, cpuParts[2].name: 300, cpuParts[4].name: 400,
-		cpuParts[5].name: 500, cpuParts[6].name: 600, cpuParts[7].name: 700, cpuParts[3].name: 800,
-		cpuParts[8].name: 900, otherPart: 1000,
+		partDisk: 100, partSQLite: 200, partEnvelope: 300, partGC: 400, partOwn: 500, partHandling: 600,
+		partTransport: 700, partLog: 800, partScheduler: 900, partOutbound: 1100, otherPart: 1000,
 	}
 	for part, d := range want {
 		if s.parts[part] != d {
 			t.Errorf("%s: %v, want %v", part, s.parts[part], d)
 		}
 	}
-	if s.total != 5500 {
-		t.Errorf("total %v, want 5.5µs", s.total)
+	if s.total != 6600 {
+		t.Errorf("total %v, want 6.6µs", s.total)
 	}
 	s.calls = 11
-	if got := s.perCall(""); got != 0.5 {
-		t.Errorf("all parts per call: %v µs, want 0.5", got)
+	if got := s.perCall(""); got != 0.6 {
+		t.Errorf("all parts per call: %v µs, want 0.6", got)
 	}
-	if got := s.perCall(cpuParts[8].name); got != 900.0/1000/11 {
+	if got := s.perCall(partScheduler); got != 900.0/1000/11 {
 		t.Errorf("scheduler per call: %v µs, want %v", got, 900.0/1000/11)
 	}
 	if _, err := splitCPU(&profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}); err == nil {
