@@ -202,55 +202,75 @@ func newOPABaseline(b *testing.B, bin string) *opaBaseline {
 	return &opaBaseline{srv: srv, bodies: bodies}
 }
 
+// benchCalls are the calls the networked benchmarks measure, each taking
+// the call's number.
+type benchCalls struct {
+	// noop is a health check on the kernel's agent listener.
+	noop func(int) error
+	// propose submits the same granted proposal on the bench task, with
+	// evidence read once.
+	propose func(int) error
+}
+
+// startBench starts a stack with o, seeds the loop's claims, binds the
+// bench task and reads the evidence its proposals cite. A proposal the
+// kernel answers Unavailable (its store momentarily busy, nothing changed)
+// is made again, as a client would, counted in retries.
+func startBench(b *testing.B, o devstack.Options, retries *atomic.Int64) (*stack, benchCalls) {
+	ctx := context.Background()
+	st := startStack(b, o)
+	if err := benchSeed(ctx, st.DataDir); err != nil {
+		b.Fatal(err)
+	}
+	if err := bindBenchTask(ctx, st, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	// What set-up wrote (the seeded claims, the last stack's files)
+	// reaches the disk now, not by writeback while the commits measured
+	// next share the disk with it.
+	syscall.Sync()
+	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	health := healthpb.NewHealthClient(agentConn)
+	submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
+	return st, benchCalls{
+		noop: func(int) error {
+			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+			return err
+		},
+		propose: func(int) error {
+			d, err := st.Agent.Propose(ctx, submit)
+			for tries := 0; status.Code(err) == codes.Unavailable && tries < 10; tries++ {
+				retries.Add(1)
+				d, err = st.Agent.Propose(ctx, submit)
+			}
+			if err == nil && !d.Allowed() {
+				err = fmt.Errorf("decision %v", d.GetDecision())
+			}
+			return err
+		},
+	}
+}
+
 // networkedRound measures every figure once, each beside its baseline.
 func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retries *atomic.Int64) []figure {
 	ctx := context.Background()
 	var figs []figure
 	for _, durability := range durabilities {
-		st := startStack(b, devstack.Options{Durability: durability})
-		if err := benchSeed(ctx, st.DataDir); err != nil {
-			b.Fatal(err)
-		}
-		if err := bindBenchTask(ctx, st, "bench"); err != nil {
-			b.Fatal(err)
-		}
-		// What set-up wrote (the seeded claims, the last stack's files)
-		// reaches the disk now, not by writeback while the commits
-		// measured next share the disk with it.
-		syscall.Sync()
-		r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
-		if err != nil {
-			b.Fatal(err)
-		}
-		noop := healthpb.NewHealthClient(agentConn)
-		submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
-			Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
+		st, calls := startBench(b, devstack.Options{Durability: durability}, retries)
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("noop-%s/c=%d", durability, conc), func(b *testing.B) {
-				figs = append(figs, measure(b, "noop-"+durability, conc, func(int) error {
-					_, err := noop.Check(ctx, &healthpb.HealthCheckRequest{})
-					return err
-				}))
+				figs = append(figs, measure(b, "noop-"+durability, conc, calls.noop))
 			})
 			b.Run(fmt.Sprintf("submit-%s/c=%d", durability, conc), func(b *testing.B) {
-				figs = append(figs, measure(b, "submit-"+durability, conc, func(int) error {
-					d, err := st.Agent.Propose(ctx, submit)
-					// The kernel answers Unavailable when its store is
-					// momentarily busy, having changed nothing; a client
-					// retries, and the summary says how often it had to.
-					for tries := 0; status.Code(err) == codes.Unavailable && tries < 10; tries++ {
-						retries.Add(1)
-						d, err = st.Agent.Propose(ctx, submit)
-					}
-					if err == nil && !d.Allowed() {
-						err = fmt.Errorf("decision %v", d.GetDecision())
-					}
-					return err
-				}))
+				figs = append(figs, measure(b, "submit-"+durability, conc, calls.propose))
 			})
 		}
 		figs = append(figs, measureLoop(b, st, durability)...)

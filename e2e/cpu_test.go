@@ -19,9 +19,6 @@ import (
 	"github.com/ambitkernel/ambit/sdk/client"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/google/pprof/profile"
-	"google.golang.org/grpc/codes"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 )
 
 // cpuPart is one part of a process's CPU time: the samples whose stack
@@ -279,35 +276,8 @@ func BenchmarkKernelCPU(b *testing.B) {
 		for _, p := range procs {
 			env[p] = []string{"AMBIT_PROFILING=true"}
 		}
-		st := startStack(b, devstack.Options{Durability: durability, Env: env})
-		if err := benchSeed(ctx, st.DataDir); err != nil {
-			b.Fatal(err)
-		}
-		if err := bindBenchTask(ctx, st, "bench"); err != nil {
-			b.Fatal(err)
-		}
-		syscall.Sync()
-		r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
-		if err != nil {
-			b.Fatal(err)
-		}
-		noop := healthpb.NewHealthClient(agentConn)
-		submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
-			Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
-		// As in BenchmarkNetworked, a call the kernel answers Unavailable
-		// (its store momentarily busy, nothing changed) is made again.
-		propose := func(int) error {
-			_, err := st.Agent.Propose(ctx, submit)
-			for tries := 0; status.Code(err) == codes.Unavailable && tries < 10; tries++ {
-				_, err = st.Agent.Propose(ctx, submit)
-			}
-			return err
-		}
-		check := func(int) error { _, err := noop.Check(ctx, &healthpb.HealthCheckRequest{}); return err }
+		var retries atomic.Int64
+		st, calls := startBench(b, devstack.Options{Durability: durability, Env: env}, &retries)
 		keep := func(what string) func(string) string {
 			dir := os.Getenv("AMBIT_BENCH_PROFILES")
 			if dir == "" {
@@ -321,7 +291,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 			name string
 			conc int
 			op   func(int) error
-		}{{"no-op", 64, check}, {"decision", 64, propose}, {"no-op", 1, check}, {"decision", 1, propose}}
+		}{{"no-op", 64, calls.noop}, {"decision", 64, calls.propose}, {"no-op", 1, calls.noop}, {"decision", 1, calls.propose}}
 		var cols []string
 		var splits []cpuSplit
 		for _, o := range kernelOps {
@@ -337,6 +307,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 		}
 		var loop []cpuSplit
 		b.Run(fmt.Sprintf("loop-%s/c=1", durability), func(b *testing.B) {
+			var err error
 			loop, err = profileUnder(ctx, st, window, 1, func(i int) error { return loopOnce(ctx, st, i) }, procs, keep("loop"))
 			if err != nil {
 				b.Fatal(err)
