@@ -79,6 +79,7 @@ attack: ## Run the attack harness against the four processes (every family, both
 .PHONY: bench
 bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, and where the kernel's CPU goes
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
+	go test -run '^$$' -bench Bool -benchmem -count 1 ./sdk/expr/
 	go test -run '^$$' -bench 'Submit' -benchmem -count 1 ./kernel/authority/
 	go test -run '^$$' -bench 'EvidenceIDs|CommitPages' -benchmem -count 1 ./kernel/store/
 	go test -run '^$$' -bench 'Sign' -benchmem -count 1 ./sdk/envelope/

@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
 )
 
 // ErrCompile marks an expression that does not parse or type-check.
@@ -282,22 +283,42 @@ func native(v ref.Val, depth int) (any, error) {
 }
 
 func (p *Program) eval(vars Vars) (ref.Val, error) {
-	in := make(map[string]any, len(p.vars.Maps)+len(p.vars.Lists))
-	for _, name := range p.vars.Maps {
-		in[name] = map[string]any{}
-	}
-	for _, name := range p.vars.Lists {
-		in[name] = []any{}
-	}
-	for name, v := range vars {
-		in[name] = v
-	}
-	v, _, err := p.prg.Eval(in)
+	v, _, err := p.prg.Eval(&activation{vars: vars, decl: &p.vars})
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %q: %w", p.src, err)
 	}
 	return v, nil
 }
+
+// Declared variables an evaluation is not given read as empty. CEL only
+// reads them, so every evaluation shares these.
+var (
+	emptyMap  = map[string]any{}
+	emptyList = []any{}
+)
+
+// activation resolves an evaluation's variables: those given, and an
+// empty map or list for a declared one that is not, without a map built
+// for every evaluation.
+type activation struct {
+	vars Vars
+	decl *Variables
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	if v, ok := a.vars[name]; ok {
+		return v, true
+	}
+	if slices.Contains(a.decl.Maps, name) {
+		return emptyMap, true
+	}
+	if slices.Contains(a.decl.Lists, name) {
+		return emptyList, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
 
 // Reads names the keys of the map variable v that the expression reads by
 // name: record.a, record["b"], has(record.c), record.?d. whole is true

@@ -237,3 +237,45 @@ func TestReplySeesTheResult(t *testing.T) {
 		t.Errorf("a reply expression over rows = %v, want ErrCompile", err)
 	}
 }
+
+// TestUngivenVariablesAreEmpty: a declared variable an evaluation is not
+// given reads as an empty map or list, never as a value another
+// evaluation gave.
+func TestUngivenVariablesAreEmpty(t *testing.T) {
+	rb := expr.MustEnv(expr.Readback)
+	for _, tc := range []struct {
+		src  string
+		vars expr.Vars
+		want bool
+	}{
+		{`size(rows) == 0 && !has(result.id) && size(args) == 0`, nil, true},
+		{`size(rows) == 1 && result.id == "r-1"`, expr.Vars{"rows": []any{map[string]any{}}, "result": map[string]any{"id": "r-1"}}, true},
+		{`size(rows) == 0 && !has(result.id)`, expr.Vars{"args": map[string]any{"x": int64(1)}}, true},
+	} {
+		p, err := rb.Compile(tc.src, expr.Bool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Bool(tc.vars); err != nil || got != tc.want {
+			t.Errorf("%s with %v = %v, %v; want %v", tc.src, tc.vars, got, err, tc.want)
+		}
+	}
+}
+
+// BenchmarkBool evaluates a tool constraint as a decision does.
+func BenchmarkBool(b *testing.B) {
+	p, err := expr.MustEnv(expr.Tool).Compile(`args.amount.minor_units <= 10000 && args.payee_id == record.claimant_id`, expr.Bool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vars := expr.Vars{
+		"args":   map[string]any{"payee_id": "employee-7", "amount": map[string]any{"minor_units": int64(1740)}},
+		"record": map[string]any{"claimant_id": "employee-7"},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := p.Bool(vars); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
