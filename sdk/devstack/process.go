@@ -277,13 +277,15 @@ func (s *Stack) stop(name string, p *proc, wait, quit time.Duration) error {
 	case <-time.After(wait):
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	how := "SIGQUIT"
 	select {
 	case <-p.done:
 	case <-time.After(quit):
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.done
+		how = "SIGKILL after SIGQUIT"
 	}
-	return fmt.Errorf("%s did not stop within %s of SIGTERM; stopped with SIGQUIT%s", name, wait, s.tailLines(name, quitLines))
+	return fmt.Errorf("%s did not stop within %s of SIGTERM; stopped with %s%s", name, wait, how, s.tailLines(name, quitLines))
 }
 
 // names are the stack's processes' names, in start order.
