@@ -340,6 +340,50 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 	}
 }
 
+// refusedRange finds the entries a refusal says do not match a checkpoint:
+// "entries F..S do not match the checkpoint of size S", or "entry F does
+// not match the checkpoint of size F".
+var refusedRange = regexp.MustCompile(`entr(?:y (\d+) does|ies (\d+)\.\.(\d+) do) not match the checkpoint of size (\d+)\b`)
+
+// namesEntry reports whether a refusal names a range of entries, up to a
+// checkpoint's size, that holds entry n.
+func namesEntry(n int) func(string) bool {
+	return func(refusal string) bool {
+		m := refusedRange.FindStringSubmatch(refusal)
+		if m == nil {
+			return false
+		}
+		first, last := m[1], m[1]
+		if first == "" {
+			first, last = m[2], m[3]
+		}
+		f, _ := strconv.Atoi(first)
+		l, _ := strconv.Atoi(last)
+		size, _ := strconv.Atoi(m[4])
+		return l == size && f <= n && n <= l
+	}
+}
+
+// TestNamesEntry: a refusal names entry 5 only with a range that holds it,
+// ending at the size of the checkpoint it names.
+func TestNamesEntry(t *testing.T) {
+	for refusal, want := range map[string]bool{
+		"entries 1..9 do not match the checkpoint of size 9 (root 53, recomputed 54): the first bad entry is among them": true,
+		"entries 1..12 do not match the checkpoint of size 12 (root 53, recomputed 54)":                                  true,
+		"entries 3..7 do not match the checkpoint of size 7 (root 53, recomputed 54) (entries up to 2 match)":            true,
+		"entry 5 does not match the checkpoint of size 5 (root 53, recomputed 54): it was edited, moved or replaced":     true,
+		"entries 6..12 do not match the checkpoint of size 12 (root 53, recomputed 54)":                                  false,
+		"entries 1..4 do not match the checkpoint of size 4 (root 53, recomputed 54)":                                    false,
+		"entries 1..9 do not match the checkpoint of size 12 (root 53, recomputed 54)":                                   false,
+		"entry 6 does not match the checkpoint of size 6 (root 53, recomputed 54)":                                       false,
+		"the journal ends at entry 11, but a checkpoint covers 12 entries: entry 12 was removed":                         false,
+	} {
+		if got := namesEntry(5)(refusal); got != want {
+			t.Errorf("namesEntry(5)(%q) = %v, want %v", refusal, got, want)
+		}
+	}
+}
+
 // TestKernelRefusesTamperedJournal restarts the real kernel binary on its
 // own database: intact it starts, with a rewritten suffix or a truncated
 // journal it refuses to, naming the entry.
@@ -358,15 +402,20 @@ func TestKernelRefusesTamperedJournal(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		tamper func([]journal.Entry) []journal.Entry
-		words  string
+		// named reports whether the refusal names the tampering.
+		named func(refusal string) bool
 	}{
-		// Its checkpoints hold the 12 entries: a rewrite is somewhere
-		// among them, a truncation names the first entry lost.
-		{name: "rewritten suffix", words: "do not match the checkpoint of size 12", tamper: func(es []journal.Entry) []journal.Entry {
+		// Its checkpoints hold the 12 entries. A rewrite of entry 5 is
+		// among the entries of the first checkpoint that covers it: the
+		// one at 12, or one the publisher signed on the way, as timing
+		// has it. A truncation names the first entry lost.
+		{name: "rewritten entry 5", named: namesEntry(5), tamper: func(es []journal.Entry) []journal.Entry {
 			es[4].Ref = "forged"
 			return es
 		}},
-		{name: "truncated", words: "the journal ends at entry 11, but a checkpoint covers 12 entries: entry 12 was removed", tamper: func(es []journal.Entry) []journal.Entry { return es[:11] }},
+		{name: "truncated", named: func(refusal string) bool {
+			return strings.Contains(refusal, "the journal ends at entry 11, but a checkpoint covers 12 entries: entry 12 was removed")
+		}, tamper: func(es []journal.Entry) []journal.Entry { return es[:11] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := st.Stop(); err != nil {
@@ -384,8 +433,8 @@ func TestKernelRefusesTamperedJournal(t *testing.T) {
 				t.Errorf("start-up error: %v; last log line:\n%s", err, last)
 			}
 			t.Logf("the kernel refused: %s", last)
-			if !strings.Contains(last, tc.words) {
-				t.Errorf("the refusal does not say %q:\n%s", tc.words, last)
+			if !tc.named(last) {
+				t.Errorf("the refusal does not name the tampering:\n%s", last)
 			}
 		})
 	}
