@@ -77,7 +77,7 @@ attack: ## Run the attack harness against the four processes (every family, both
 	AMBIT_ATTACK=1 go test -count=1 -run '^TestAttack$$' -v -timeout 20m ./e2e/
 
 .PHONY: bench
-bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, and where the kernel's CPU goes
+bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, and where each process's CPU goes
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
 	go test -run '^$$' -bench Bool -benchmem -count 1 ./sdk/expr/
 	go test -run '^$$' -bench 'Submit' -benchmem -count 1 ./kernel/authority/

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
@@ -50,27 +51,9 @@ var migrations = []migration{
 }
 
 // capabilityTableV5 is capabilityTable without the uniqueness of
-// idempotency keys (schema version 5).
-const capabilityTableV5 = `
-		capability_id       TEXT PRIMARY KEY,
-		decision_id         TEXT NOT NULL,
-		task_id             TEXT NOT NULL,
-		record              TEXT NOT NULL,
-		state_version       TEXT NOT NULL,
-		idempotency_key     TEXT NOT NULL,
-		tool                TEXT NOT NULL,
-		currency            TEXT NOT NULL,
-		amount_minor        INTEGER NOT NULL,
-		status              INTEGER NOT NULL,
-		effect_receipt_id   TEXT NOT NULL DEFAULT '',
-		readback_receipt_id TEXT NOT NULL DEFAULT '',
-		note                TEXT NOT NULL DEFAULT '',
-		issued_at           TEXT NOT NULL,
-		expires_at          TEXT NOT NULL,
-		approval_id         TEXT NOT NULL DEFAULT '',
-		effect_hash         TEXT NOT NULL DEFAULT '',
-		holder              TEXT NOT NULL DEFAULT ''
-`
+// idempotency keys (schema version 5): the same columns, written once.
+var capabilityTableV5 = strings.Replace(capabilityTable,
+	"idempotency_key     TEXT NOT NULL UNIQUE,", "idempotency_key     TEXT NOT NULL,", 1)
 
 // idempotencyUnindexed rebuilds SQLite's capabilities without the index
 // a UNIQUE column keeps (it cannot be dropped alone), with the indexes of

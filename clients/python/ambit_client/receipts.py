@@ -55,9 +55,8 @@ def batch_root(batch, encoding):
             raise ReceiptError("receipt: batch path too long")
         if fn & 1 or fn == sn:
             r = hashlib.sha256(b"\x01" + p + r).digest()
-            if not fn & 1:
-                while fn and not fn & 1:
-                    fn, sn = fn >> 1, sn >> 1
+            while fn and not fn & 1:
+                fn, sn = fn >> 1, sn >> 1
         else:
             r = hashlib.sha256(b"\x01" + r + p).digest()
         fn, sn = fn >> 1, sn >> 1
