@@ -1,12 +1,14 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -174,6 +176,10 @@ func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op 
 			if keep != nil {
 				path = keep(proc)
 			}
+			if proc == clientProc {
+				out[i], perr[i] = profileSelf(d, path)
+				return
+			}
 			out[i], perr[i] = profileOf(ctx, st.Addr(proc, "metrics"), d, path)
 		})
 	}
@@ -191,6 +197,32 @@ func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op 
 		out[i].calls = calls.Load()
 	}
 	return out, nil
+}
+
+// clientProc names, among the processes profileUnder profiles, the
+// benchmark's own: the agent making the calls, on the same machine.
+const clientProc = "client"
+
+// canProfileSelf reports whether this process can take a CPU profile of
+// itself: not while go test -cpuprofile holds the profiler.
+func canProfileSelf() bool {
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		return false
+	}
+	pprof.StopCPUProfile()
+	return true
+}
+
+// profileSelf takes a CPU profile of this process for d, keeps it at path
+// unless empty, and splits it.
+func profileSelf(d time.Duration, path string) (cpuSplit, error) {
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		return cpuSplit{}, err
+	}
+	time.Sleep(d)
+	pprof.StopCPUProfile()
+	return splitRaw(buf.Bytes(), path)
 }
 
 // profileOf takes a CPU profile for d from the process whose metrics
@@ -212,6 +244,11 @@ func profileOf(ctx context.Context, addr string, d time.Duration, path string) (
 	if err != nil {
 		return cpuSplit{}, err
 	}
+	return splitRaw(raw, path)
+}
+
+// splitRaw keeps a raw profile at path unless empty, and splits it.
+func splitRaw(raw []byte, path string) (cpuSplit, error) {
 	if path != "" {
 		// To look further with go tool pprof.
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
@@ -255,7 +292,9 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // kernel's under a no-op (a health check on the agent listener) and under
 // SubmitProposal, at 64 and at 1 in flight; and each of the four
 // processes' under the whole loop (read, propose, execute, read back) at
-// 1 in flight. It does so at each durability level
+// 1 in flight. The client making the calls (this process, an agent on the
+// same machine) profiles itself beside them, unless go test -cpuprofile
+// holds the profiler. It does so at each durability level
 // (AMBIT_BENCH_DURABILITY picks one), and times the disk's fdatasync in
 // the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
@@ -271,6 +310,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 	}
 	const window = 5 * time.Second
 	procs := []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier}
+	self := canProfileSelf()
 	for _, durability := range durabilities {
 		env := map[string][]string{}
 		for _, p := range procs {
@@ -292,23 +332,33 @@ func BenchmarkKernelCPU(b *testing.B) {
 			conc int
 			op   func(int) error
 		}{{"no-op", 64, calls.noop}, {"decision", 64, calls.propose}, {"no-op", 1, calls.noop}, {"decision", 1, calls.propose}}
+		// The client's CPU shares the machine with the kernel's: a ratio
+		// to the no-op is one of the two together.
+		kernelProcs, loopProcs := procs[:1], procs
+		if self {
+			kernelProcs, loopProcs = []string{devstack.Kernel, clientProc}, append(slices.Clip(procs), clientProc)
+		}
 		var cols []string
-		var splits []cpuSplit
+		var splits, clientSplits []cpuSplit
 		for _, o := range kernelOps {
 			what := fmt.Sprintf("%s-c%d", o.name, o.conc)
 			b.Run(fmt.Sprintf("%s-%s/c=%d", o.name, durability, o.conc), func(b *testing.B) {
-				s, err := profileUnder(ctx, st, window, o.conc, o.op, procs[:1], keep(what))
+				s, err := profileUnder(ctx, st, window, o.conc, o.op, kernelProcs, keep(what))
 				if err != nil {
 					b.Fatal(err)
 				}
 				cols, splits = append(cols, fmt.Sprintf("%s c=%d", o.name, o.conc)), append(splits, s[0])
 				b.ReportMetric(s[0].perCall(""), "kernel-cpu-µs/call")
+				if self {
+					clientSplits = append(clientSplits, s[1])
+					b.ReportMetric(s[1].perCall(""), "client-cpu-µs/call")
+				}
 			})
 		}
 		var loop []cpuSplit
 		b.Run(fmt.Sprintf("loop-%s/c=1", durability), func(b *testing.B) {
 			var err error
-			loop, err = profileUnder(ctx, st, window, 1, func(i int) error { return loopOnce(ctx, st, i) }, procs, keep("loop"))
+			loop, err = profileUnder(ctx, st, window, 1, func(i int) error { return loopOnce(ctx, st, i) }, loopProcs, keep("loop"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -322,8 +372,13 @@ func BenchmarkKernelCPU(b *testing.B) {
 		}
 		fmt.Printf("\nCPU per call, durability %s (µs; from a %s CPU profile each process takes of itself under each load)\n", durability, window)
 		printSplits("the kernel under", cols, splits)
+		if self {
+			printSplits("the client (this benchmark's process) under", cols, clientSplits)
+		} else {
+			fmt.Println("(the client's own CPU is left out: go test -cpuprofile holds the profiler)")
+		}
 		if loop != nil {
-			printSplits("the whole loop at 1 in flight:", procs, loop)
+			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
 		}
 		fmt.Printf("one fdatasync of a 32 KB append in the stack's folder: p50 %s (a commit at durability full waits for one)\n", fsync.Round(time.Microsecond))
 	}
