@@ -290,11 +290,12 @@ func TestSweepRecordsWhatTheAgentNeverRetried(t *testing.T) {
 	go func() { done <- f.core.RunSweep(runCtx, 10*time.Millisecond) }()
 	// Done when both are marked recorded: the kernel counting them is not
 	// enough, as a sweep stopped between the kernel's log and its answer
-	// cannot know, and sends the receipt again.
+	// cannot know, and sends the receipt again. The loop notes them itself
+	// (at its next pass, or marksDelay after the first).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		e1, _ := f.entry(t, "idem-1")
-		e2, _ := f.entry(t, "idem-2")
+		e1, _ := f.stored(t, "idem-1")
+		e2, _ := f.stored(t, "idem-2")
 		if e1.Recorded && e2.Recorded {
 			break
 		}
