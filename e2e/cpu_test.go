@@ -2,14 +2,19 @@ package e2e_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,12 +136,10 @@ func partOf(sample *profile.Sample) string {
 	return otherPart
 }
 
-// profileUnder runs op on conc goroutines, closed loop, while each of
-// the stack's processes named takes a CPU profile of itself for d (the
-// stack's configuration sets profiling), and returns each profile's time
-// by part with how many calls ended inside it. keep, unless nil, names a
-// file to write a process's profile to.
-func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error, procs []string, keep func(proc string) string) ([]cpuSplit, error) {
+// underLoad runs op on conc goroutines, closed loop, and measure once the
+// load has run for a second (so that it sees the steady state); it
+// returns how many calls ended while measure ran.
+func underLoad(conc int, op func(i int) error, measure func() error) (int64, error) {
 	var counting atomic.Bool
 	var calls, next atomic.Int64
 	stop := make(chan struct{})
@@ -164,37 +167,124 @@ func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op 
 		close(stop)
 		wg.Wait()
 	}()
-	// A second of load first, so that the profiles see the steady state.
 	time.Sleep(time.Second)
-	out := make([]cpuSplit, len(procs))
-	perr := make([]error, len(procs))
-	var taking sync.WaitGroup
 	counting.Store(true)
-	for i, proc := range procs {
-		taking.Go(func() {
-			var path string
-			if keep != nil {
-				path = keep(proc)
-			}
-			if proc == clientProc {
-				out[i], perr[i] = profileSelf(d, path)
-				return
-			}
-			out[i], perr[i] = profileOf(ctx, st.Addr(proc, "metrics"), d, path)
-		})
-	}
-	taking.Wait()
+	err := measure()
 	counting.Store(false)
 	select {
-	case err := <-errs:
-		return nil, err
+	case lerr := <-errs:
+		return 0, lerr
 	default:
 	}
-	for i := range out {
-		if perr[i] != nil {
-			return nil, fmt.Errorf("%s: %w", procs[i], perr[i])
+	return calls.Load(), err
+}
+
+// profileUnder runs op on conc goroutines, closed loop, while each of
+// the stack's processes named takes a CPU profile of itself for d (the
+// stack's configuration sets profiling), and returns each profile's time
+// by part with how many calls ended inside it. keep, unless nil, names a
+// file to write a process's profile to.
+func profileUnder(ctx context.Context, st *stack, d time.Duration, conc int, op func(i int) error, procs []string, keep func(proc string) string) ([]cpuSplit, error) {
+	out := make([]cpuSplit, len(procs))
+	calls, err := underLoad(conc, op, func() error {
+		perr := make([]error, len(procs))
+		var taking sync.WaitGroup
+		for i, proc := range procs {
+			taking.Go(func() {
+				var path string
+				if keep != nil {
+					path = keep(proc)
+				}
+				if proc == clientProc {
+					out[i], perr[i] = profileSelf(d, path)
+					return
+				}
+				out[i], perr[i] = profileOf(ctx, st.Addr(proc, "metrics"), d, path)
+			})
 		}
-		out[i].calls = calls.Load()
+		taking.Wait()
+		for i := range perr {
+			if perr[i] != nil {
+				return fmt.Errorf("%s: %w", procs[i], perr[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].calls = calls
+	}
+	return out, nil
+}
+
+// syscallsUnder counts, with strace attached to the process pid, the
+// system calls it makes while op runs on conc goroutines for about d, and
+// returns them per call, by name. The count covers strace's whole
+// attachment, the calls are those that ended meanwhile: a few
+// milliseconds of attaching and detaching against seconds.
+func syscallsUnder(strace string, pid int, d time.Duration, conc int, op func(i int) error) (map[string]float64, error) {
+	out := filepath.Join(os.TempDir(), fmt.Sprintf("ambit-strace-%d-%d", pid, time.Now().UnixNano()))
+	defer os.Remove(out)
+	var stderr bytes.Buffer
+	calls, err := underLoad(conc, op, func() error {
+		cmd := exec.Command(strace, "-f", "-qq", "-c", "-o", out, "-p", strconv.Itoa(pid))
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		time.Sleep(d)
+		// On SIGINT strace detaches, writes its summary and ends as
+		// interrupted: its summary says whether it counted anything.
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			return err
+		}
+		_ = cmd.Wait()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("strace -c -p %d: %w", pid, err)
+	}
+	if calls == 0 {
+		return nil, fmt.Errorf("strace -c -p %d: no call ended while it counted", pid)
+	}
+	raw, err := os.ReadFile(out)
+	var counts map[string]int64
+	if err == nil {
+		counts, err = parseStraceSummary(string(raw))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("strace -c -p %d: %w %s", pid, err, strings.TrimSpace(stderr.String()))
+	}
+	per := make(map[string]float64, len(counts))
+	for name, n := range counts {
+		per[name] = float64(n) / float64(calls)
+	}
+	return per, nil
+}
+
+// parseStraceSummary reads the table strace -c writes: a row per system
+// call, its count in the fourth column and its name in the last, then a
+// total row.
+func parseStraceSummary(s string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[len(f)-1] == "total" {
+			continue
+		}
+		if _, err := strconv.ParseFloat(f[0], 64); err != nil {
+			continue // the header and the rules
+		}
+		n, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("strace summary row %q: %w", line, err)
+		}
+		out[f[len(f)-1]] = n
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no system calls in strace's summary %q", s)
 	}
 	return out, nil
 }
@@ -294,7 +384,8 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // processes' under the whole loop (read, propose, execute, read back) at
 // 1 in flight. The client making the calls (this process, an agent on the
 // same machine) profiles itself beside them, unless go test -cpuprofile
-// holds the profiler. It does so at each durability level
+// holds the profiler. With strace on PATH it then counts the kernel's
+// system calls per no-op and per decision at 1 in flight. It does so at each durability level
 // (AMBIT_BENCH_DURABILITY picks one), and times the disk's fdatasync in
 // the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
@@ -311,6 +402,9 @@ func BenchmarkKernelCPU(b *testing.B) {
 	const window = 5 * time.Second
 	procs := []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier}
 	self := canProfileSelf()
+	// strace counts the kernel's system calls, apart from the profiles:
+	// tracing slows a process many times over, but not what it calls.
+	strace, _ := exec.LookPath("strace")
 	for _, durability := range durabilities {
 		env := map[string][]string{}
 		for _, p := range procs {
@@ -363,6 +457,17 @@ func BenchmarkKernelCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+		var noopSys, decisionSys map[string]float64
+		sysErr := errors.New("strace is not on PATH")
+		if strace != "" {
+			pid := st.Processes[devstack.Kernel].PID
+			b.Run(fmt.Sprintf("syscalls-%s/c=1", durability), func(b *testing.B) {
+				// A machine that forbids tracing loses this table, not the run.
+				if noopSys, sysErr = syscallsUnder(strace, pid, 3*time.Second, 1, calls.noop); sysErr == nil {
+					decisionSys, sysErr = syscallsUnder(strace, pid, 3*time.Second, 1, calls.propose)
+				}
+			})
+		}
 		fsync, err := syncLatency(filepath.Dir(st.KernelDB), 200)
 		if err != nil {
 			b.Fatal(err)
@@ -380,8 +485,55 @@ func BenchmarkKernelCPU(b *testing.B) {
 		if loop != nil {
 			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
 		}
+		if sysErr == nil {
+			printSyscalls(noopSys, decisionSys)
+		} else {
+			fmt.Printf("(the kernel's system calls are not counted: %v)\n", sysErr)
+		}
 		fmt.Printf("one fdatasync of a 32 KB append in the stack's folder: p50 %s (a commit at durability full waits for one)\n", fsync.Round(time.Microsecond))
 	}
+}
+
+// printSyscalls prints the kernel's system calls per call under the no-op
+// and under decisions, at one in flight: those made at least once in
+// twenty calls, most made in a decision first.
+func printSyscalls(noop, decision map[string]float64) {
+	var names []string
+	for name := range decision {
+		if decision[name] >= 0.05 || noop[name] >= 0.05 {
+			names = append(names, name)
+		}
+	}
+	for name := range noop {
+		if _, ok := decision[name]; !ok && noop[name] >= 0.05 {
+			names = append(names, name)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(decision[b], decision[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	fmt.Printf("%-66s %13s %13s\n", "the kernel's system calls per call (strace -c), 1 in flight", "no-op", "decision")
+	for _, name := range names {
+		fmt.Printf("%-66s %13.2f %13.2f\n", name+syscallNotes[name], noop[name], decision[name])
+	}
+	fmt.Println("(traced, the kernel runs slower: per call, its idling and its background work, checkpoints among them, count more than they would)")
+}
+
+// syscallNotes say what the kernel makes a system call for.
+var syscallNotes = map[string]string{
+	"pwrite64":    ": SQLite writes (a WAL frame is two)",
+	"pread64":     ": SQLite reads",
+	"fdatasync":   ": a commit at full, checkpoints",
+	"fsync":       ": a commit at full, checkpoints",
+	"fcntl":       ": SQLite's file and WAL-index locks",
+	"write":       ": sockets, and log lines",
+	"read":        ": sockets",
+	"futex":       ": goroutines woken on other threads",
+	"epoll_pwait": ": the network poller",
+	"nanosleep":   ": threads idling",
 }
 
 // loopOnce is one read → propose → execute → read back of a distinct
@@ -491,5 +643,29 @@ func TestSplitCPU(t *testing.T) {
 	}
 	if _, err := splitCPU(&profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}); err == nil {
 		t.Error("a heap profile was split as CPU time")
+	}
+}
+
+// TestParseStraceSummary reads strace -c's table: rows with and without
+// errors, never the header, the rules or the total.
+func TestParseStraceSummary(t *testing.T) {
+	const summary = `% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 61.20    0.041234          21      1904           pwrite64
+ 20.01    0.013482           2      6210           fcntl
+  0.00    0.000000           0         1         1 ioctl
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.054716                  8115         1 total
+`
+	got, err := parseStraceSummary(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"pwrite64": 1904, "fcntl": 6210, "ioctl": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("parseStraceSummary = %v, want %v", got, want)
+	}
+	if _, err := parseStraceSummary("strace: attach: ptrace(PTRACE_SEIZE, 1): Operation not permitted\n"); err == nil {
+		t.Error("parseStraceSummary accepted a summary without rows")
 	}
 }
