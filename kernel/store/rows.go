@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -699,7 +700,10 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 		seen, args = seenOfAgentQuery, []any{agent, ts(since)}
 		depended, dargs = dependedOfAgentQuery, []any{agent, agent}
 	}
-	byRecord := map[string]Watched{}
+	// A poll reads every record in the window: sorted and searched in a
+	// slice, without a string made per record (each was a map key and, in
+	// every comparison of the sort, two more).
+	var out []Watched
 	rows, err := t.QueryContext(t.ctx, seen, args...)
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
@@ -710,11 +714,14 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 			rows.Close()
 			return nil, fmt.Errorf("watched records: %w", err)
 		}
-		byRecord[w.Record()] = w
+		out = append(out, w)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
+	slices.SortFunc(out, compareWatched)
+	// One agent's tasks may have read a record more than once.
+	out = slices.CompactFunc(out, func(a, b Watched) bool { return a.Source == b.Source && a.Key == b.Key })
 	rows, err = t.QueryContext(t.ctx, depended, dargs...)
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
@@ -726,7 +733,8 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 			rows.Close()
 			return nil, fmt.Errorf("watched records: %w", err)
 		}
-		if _, ok := byRecord[r]; !ok {
+		src, key, _ := strings.Cut(r, "/")
+		if _, seen := slices.BinarySearchFunc(out, Watched{Source: src, Key: key}, compareWatched); !seen {
 			others = append(others, r)
 		}
 	}
@@ -739,12 +747,35 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 		if err != nil {
 			return nil, err
 		}
-		byRecord[r] = Watched{Source: src, Key: key, StateVersion: v}
+		out = append(out, Watched{Source: src, Key: key, StateVersion: v})
 	}
-	out := make([]Watched, 0, len(byRecord))
-	for _, w := range byRecord {
-		out = append(out, w)
+	if len(others) > 0 {
+		slices.SortFunc(out, compareWatched)
 	}
-	slices.SortFunc(out, func(a, b Watched) int { return strings.Compare(a.Record(), b.Record()) })
 	return out, nil
+}
+
+// compareWatched orders watched records as their [Watched.Record] names
+// sort, without making the names.
+func compareWatched(a, b Watched) int {
+	if a.Source == b.Source {
+		return strings.Compare(a.Key, b.Key)
+	}
+	// Sources differ: the first byte where "source/" differs decides,
+	// unless one source is the other's prefix, when "/" meets a byte of
+	// the longer source.
+	n := min(len(a.Source), len(b.Source))
+	if c := strings.Compare(a.Source[:n], b.Source[:n]); c != 0 {
+		return c
+	}
+	var c int
+	if len(a.Source) < len(b.Source) {
+		c = cmp.Compare(byte('/'), b.Source[n])
+	} else {
+		c = cmp.Compare(a.Source[n], byte('/'))
+	}
+	if c == 0 { // a source with a "/" in it: compare the names themselves
+		return strings.Compare(a.Record(), b.Record())
+	}
+	return c
 }
