@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
@@ -31,10 +32,15 @@ func (c *Core) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// maxWatchedMessage bounds the kernel's list of watched records, in bytes.
+// gRPC's default of 4 MiB is some 50,000 records: past it every poll
+// failed, and no change was reported at all.
+const maxWatchedMessage = 256 << 20
+
 // poll makes one pass over the watched records.
 func (c *Core) poll(ctx context.Context) {
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
-	watched, err := c.d.Kernel.WatchedRecords(kctx, &kernelv1.WatchedRecordsRequest{})
+	watched, err := c.d.Kernel.WatchedRecords(kctx, &kernelv1.WatchedRecordsRequest{}, grpc.MaxCallRecvMsgSize(maxWatchedMessage))
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {

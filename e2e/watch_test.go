@@ -1,0 +1,73 @@
+package e2e_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/examples/demo"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+	"github.com/ambitkernel/ambit/sdk/devstack"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
+)
+
+// TestStateChangeSeenAmongManyWatched: with more records watched than fit
+// in gRPC's default 4 MiB message (records another adapter's source
+// holds, seen within the window, written into the kernel's store as many
+// reads would leave them), the evidence adapter still hears the whole
+// list on each poll and reports the change behind an outstanding
+// capability, which the kernel revokes.
+func TestStateChangeSeenAmongManyWatched(t *testing.T) {
+	st := startStack(t, devstack.Options{WatchInterval: 200 * time.Millisecond})
+	ctx := testCtx(t)
+	_, _ = allowed(t, st, "task-many")
+	const many = 60_000
+	db, err := sqldb.Open(st.KernelDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")
+	version := strings.Repeat("v", 40)
+	for i := range many {
+		key := fmt.Sprintf("record-%060d", i)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO records (source, record_key, state_version, seen_at) VALUES ('elsewhere', ?, ?, ?)`, key, version, seen); err != nil {
+			t.Fatal(err)
+		}
+		// The same reads by the task's agent, for an adapter that serves
+		// that agent alone.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO evidence (receipt_id, task_id, envelope_hash, source, record_key, state_version, read_at) VALUES (?, 'task-many', 'h', 'elsewhere', ?, ?, ?)`,
+			fmt.Sprintf("ev-many-%d", i), key, version, seen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.EditClaim(ctx, st.DataDir, demo.Claim1001, "19.40"); err != nil {
+		t.Fatal(err)
+	}
+	var c *agentv1.Commitment
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		v, err := st.Agent.SelfView(ctx, "task-many", "commitments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.GetCommitments()) != 1 {
+			t.Fatalf("commitments %v, want the one capability", v.GetCommitments())
+		}
+		c = v.GetCommitments()[0]
+		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
+		t.Fatalf("with %d records watched, after the edit the commitment is %v (%q), want REVOKED", many, c.GetStatus(), c.GetNote())
+	}
+}
