@@ -288,7 +288,9 @@ func (k *Kernel) ReportStateChange(ctx context.Context, sidecar, source, key, ve
 	return out, nil
 }
 
-// watchWindow is how long after its last read a record stays watched.
+// watchWindow is how long after its last read a record stays watched, and
+// so the longest evidence from that read counts for in a decision,
+// whatever the contract allows (see [Kernel.compiled]).
 const watchWindow = 24 * time.Hour
 
 // WatchedRecords lists the records whose changes matter — read within the

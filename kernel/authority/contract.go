@@ -3,6 +3,7 @@ package authority
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/evaluate"
@@ -94,7 +95,16 @@ func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compile
 	if err != nil {
 		return nil, fmt.Errorf("contract item %q: %w", itemID, err)
 	}
-	cc := &compiled{Compiled: cc0, hash: hash, proto: c, eval: cc0.Eval}
+	eval := cc0.Eval
+	if maxAge := int64(watchWindow / time.Second); eval.MaxAgeSeconds > maxAge {
+		// A change to a record read longer ago than the watch window
+		// would go unseen (coupling rule 3): evidence that old cannot
+		// stand for the record's state, whatever the contract allows.
+		capped := *eval
+		capped.MaxAgeSeconds = maxAge
+		eval = &capped
+	}
+	cc := &compiled{Compiled: cc0, hash: hash, proto: c, eval: eval}
 	k.compile.Store(hash, cc)
 	return cc, nil
 }

@@ -250,6 +250,15 @@ func TestSubmitDecisions(t *testing.T) {
 			want:   verdict{"OUTCOME_REVIEW", []string{"EVIDENCE_TOO_OLD"}},
 		},
 		{
+			// The kernel stops watching a record 24 hours after its last
+			// read: a change after that would go unseen.
+			name:   "evidence older than the watch window, though the contract allows a week",
+			action: refund(1740, subject),
+			edit:   func(c *contractv1.Contract) { c.Evidence.MaxAgeSeconds = 7 * 86400 },
+			before: func(w *world) { w.clock.Advance(86401 * time.Second) },
+			want:   verdict{"OUTCOME_REVIEW", []string{"EVIDENCE_TOO_OLD"}},
+		},
+		{
 			name:   "evidence exactly max age",
 			action: refund(1740, subject),
 			before: func(w *world) { w.clock.Advance(86400 * time.Second) },

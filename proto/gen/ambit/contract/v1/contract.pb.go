@@ -683,6 +683,8 @@ type EvidenceAperture struct {
 	// Sources that may be read, each with its provenance class.
 	Sources []*SourceGrant `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
 	// Maximum evidence age in seconds; older evidence needs a fresh read.
+	// The kernel counts evidence for at most 86400 (24 hours) whatever this
+	// says: it watches records for changes that long after they are read.
 	MaxAgeSeconds int64 `protobuf:"varint,3,opt,name=max_age_seconds,json=maxAgeSeconds,proto3" json:"max_age_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -222,6 +222,8 @@ export type EvidenceAperture = Message<"ambit.contract.v1.EvidenceAperture"> & {
 
   /**
    * Maximum evidence age in seconds; older evidence needs a fresh read.
+   * The kernel counts evidence for at most 86400 (24 hours) whatever this
+   * says: it watches records for changes that long after they are read.
    *
    * @generated from field: int64 max_age_seconds = 3;
    */
