@@ -48,6 +48,8 @@ func run(ctx context.Context, cfg Config, p *service.Sidecar) error {
 	// A source that cannot be read makes the adapter NOT_SERVING: reads
 	// of it would fail.
 	p.Check(SourcesCheck, core.Check)
+	// A watcher that cannot poll the kernel leaves changes unreported.
+	p.Check(WatchCheck, core.CheckWatch)
 	interval := cfg.WatchInterval.D(DefaultWatchInterval)
 	gctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -59,6 +59,7 @@ type Deps struct {
 type Core struct {
 	d        Deps
 	compiled *compiled
+	watch    watchState
 }
 
 // NewCore checks d and returns a Core.

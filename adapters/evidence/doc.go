@@ -52,8 +52,9 @@
 // statements at a time, and reports each one that changed or disappeared
 // (AdapterService/ReportStateChange). The adapter
 // starts through the process frame (service.MainSidecar), so its gRPC
-// health is SERVING only while the kernel serves and every source is
-// readable ([Core.Check], probed every health_interval).
+// health is SERVING only while the kernel serves, every source is
+// readable ([Core.Check]) and the watcher's polls are answered
+// ([Core.CheckWatch]), each probed every health_interval.
 //
 // Refusals map to gRPC statuses in one table ([statuses]), each with an
 // ErrorInfo naming an ambit.error.v1.ErrorReason. One JSON log line is

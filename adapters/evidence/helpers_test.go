@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,7 +318,12 @@ type fixture struct {
 	handler *evidence.Handler
 	pub     ed25519.PublicKey
 	logs    *observer.ObservedLogs
+	// late moves the core's clock on from readAt.
+	late *atomic.Int64
 }
+
+// advance moves the core's clock on by d.
+func (f *fixture) advance(d time.Duration) { f.late.Add(int64(d)) }
 
 // newFixture opens sources as the program does and builds a core on
 // them with a fixed clock and counting identifiers.
@@ -335,11 +341,12 @@ func newFixture(t testing.TB, k evidence.Kernel, cfgs map[string]evidence.Source
 	obs, logs := observer.New(zap.DebugLevel)
 	var mu sync.Mutex
 	ids := 0
+	late := &atomic.Int64{}
 	core, err := evidence.NewCore(evidence.Deps{
 		Issuer: service.Issuer{
 			Identity: "evidence",
 			Signer:   envelope.NewSigner("evidence", priv),
-			Now:      func() time.Time { return readAt },
+			Now:      func() time.Time { return readAt.Add(time.Duration(late.Load())) },
 			NewID: func() string {
 				mu.Lock()
 				defer mu.Unlock()
@@ -356,5 +363,5 @@ func newFixture(t testing.TB, k evidence.Kernel, cfgs map[string]evidence.Source
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{core: core, handler: evidence.NewHandler(core), pub: pub, logs: logs}
+	return &fixture{core: core, handler: evidence.NewHandler(core), pub: pub, logs: logs, late: late}
 }

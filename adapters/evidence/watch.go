@@ -3,6 +3,8 @@ package evidence
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +22,9 @@ import (
 // the record is gone. A failed poll is logged and retried at the next
 // interval; a record that cannot be read is never reported as gone.
 func (c *Core) Watch(ctx context.Context, interval time.Duration) {
+	c.watch.mu.Lock()
+	c.watch.grace = max(watchGraceIntervals*interval, minWatchGrace)
+	c.watch.mu.Unlock()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -46,9 +51,11 @@ func (c *Core) poll(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			c.d.Log.Warn("watched records unavailable", zap.Error(err))
+			c.watch.failed(c.d.Now(), err)
 		}
 		return
 	}
+	c.watch.answered()
 	read := c.readMany(ctx, watched.GetRecords())
 	for _, w := range watched.GetRecords() {
 		if ctx.Err() != nil {
@@ -78,6 +85,60 @@ func (c *Core) poll(ctx context.Context) {
 		}
 		c.report(ctx, w, now, observed)
 	}
+}
+
+// WatchCheck is the name of the health probe of the watcher.
+const WatchCheck = "watch"
+
+// A watcher whose polls of the kernel fail for watchGraceIntervals
+// intervals, and minWatchGrace at least, fails its health probe: long
+// enough for a kernel to restart, short enough to be noticed.
+const (
+	watchGraceIntervals = 5
+	minWatchGrace       = 2 * time.Second
+)
+
+// watchState is how the watcher's polls of the kernel are going.
+type watchState struct {
+	mu    sync.Mutex
+	grace time.Duration
+	// failingSince is when the polls began to fail, zero while the last
+	// one was answered; lastErr is the last failure.
+	failingSince time.Time
+	lastErr      error
+}
+
+func (w *watchState) failed(now time.Time, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failingSince.IsZero() {
+		w.failingSince = now
+	}
+	w.lastErr = err
+}
+
+func (w *watchState) answered() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failingSince, w.lastErr = time.Time{}, nil
+}
+
+// CheckWatch fails while the watcher's polls of the kernel have failed
+// for longer than its grace: the changes of the records the adapter read
+// then go unreported (coupling rule 3), so it reports NOT_SERVING until a
+// poll is answered again. The process frame runs it as a health probe
+// ([WatchCheck]).
+func (c *Core) CheckWatch(context.Context) error {
+	c.watch.mu.Lock()
+	defer c.watch.mu.Unlock()
+	if c.watch.failingSince.IsZero() {
+		return nil
+	}
+	if failing := c.d.Now().Sub(c.watch.failingSince); failing > c.watch.grace {
+		return fmt.Errorf("the kernel has not answered the watcher's polls for %s, so no change of a record read is reported: %w",
+			failing.Round(time.Second), c.watch.lastErr)
+	}
+	return nil
 }
 
 // readAt is a record and when its read began.

@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -178,6 +179,43 @@ func TestWatchSurvivesAKernelThatIsDown(t *testing.T) {
 	}
 	if !logged {
 		t.Error("the failed poll was not logged")
+	}
+}
+
+// TestCheckWatch: the watcher's health probe passes while the kernel
+// answers its polls and for a kernel that is back within the grace, and
+// fails, naming the cause, once the polls have failed for longer; one
+// answered poll clears it.
+func TestCheckWatch(t *testing.T) {
+	dbPath, _ := database(t)
+	k := &polling{kernel: &kernel{}}
+	f := newFixture(t, k, sqlSources(dbPath))
+	ctx := context.Background()
+	if err := f.core.CheckWatch(ctx); err != nil {
+		t.Fatalf("CheckWatch before any poll = %v", err)
+	}
+	watching(t, f)
+	k.afterPasses(t, 1)
+	setErr := func(err error) {
+		k.kernel.mu.Lock()
+		k.kernel.watchErr = err
+		k.kernel.mu.Unlock()
+	}
+	setErr(status.Error(codes.ResourceExhausted, "grpc: received message larger than max"))
+	k.afterPasses(t, 1)
+	f.advance(time.Second) // within the grace (2 s at 20 ms a poll)
+	if err := f.core.CheckWatch(ctx); err != nil {
+		t.Errorf("CheckWatch a second into failing polls = %v, want nil", err)
+	}
+	f.advance(1500 * time.Millisecond)
+	err := f.core.CheckWatch(ctx)
+	if err == nil || !strings.Contains(err.Error(), "no change of a record read is reported") || status.Code(errors.Unwrap(err)) != codes.ResourceExhausted {
+		t.Errorf("CheckWatch 2.5 s into failing polls = %v, want the failure named", err)
+	}
+	setErr(nil)
+	k.afterPasses(t, 1)
+	if err := f.core.CheckWatch(ctx); err != nil {
+		t.Errorf("CheckWatch after an answered poll = %v", err)
 	}
 }
 
