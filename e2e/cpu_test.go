@@ -385,9 +385,9 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // 1 in flight. The client making the calls (this process, an agent on the
 // same machine) profiles itself beside them, unless go test -cpuprofile
 // holds the profiler. With strace on PATH it then counts the kernel's
-// system calls per no-op and per decision at 1 in flight. It does so at each durability level
-// (AMBIT_BENCH_DURABILITY picks one), and times the disk's fdatasync in
-// the stack's folder. A profile costs a process a few percent, so these
+// system calls per no-op and per decision at 1 in flight. It does so at
+// each durability level (AMBIT_BENCH_DURABILITY picks one), and times the
+// disk's fdatasync in the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
 // names a folder to keep the profiles in, for go tool pprof.
 func BenchmarkKernelCPU(b *testing.B) {

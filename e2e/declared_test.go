@@ -39,21 +39,7 @@ func TestStateChangeReachesTheKernelWithoutARead(t *testing.T) {
 	if err := demo.EditClaim(ctx, st.DataDir, demo.Claim1001, "19.40"); err != nil {
 		t.Fatal(err)
 	}
-	var c *agentv1.Commitment
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		v, err := st.Agent.SelfView(ctx, "task-watch", "commitments")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(v.GetCommitments()) != 1 {
-			t.Fatalf("commitments %v, want the one capability", v.GetCommitments())
-		}
-		c = v.GetCommitments()[0]
-		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c := awaitCommitmentMoved(t, st, "task-watch", 15*time.Second)
 	if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED || !strings.Contains(c.GetNote(), "claims-v42 → claims-v43") {
 		t.Fatalf("after the edit the commitment is %v (%q), want REVOKED by the change to claims-v43", c.GetStatus(), c.GetNote())
 	}
@@ -79,6 +65,28 @@ func TestStateChangeReachesTheKernelWithoutARead(t *testing.T) {
 	}
 	if !strings.Contains(string(logs), `"msg":"state change"`) || strings.Count(string(logs), `"msg":"evidence"`) != 1 {
 		t.Errorf("the kernel's log does not show one read and a reported state change:\n%s", logs)
+	}
+}
+
+// awaitCommitmentMoved polls the task's one commitment, through the
+// agent's self-view, until it is no longer AUTHORISED or bound has passed,
+// and returns it as last seen.
+func awaitCommitmentMoved(t *testing.T, st *stack, task string, bound time.Duration) *agentv1.Commitment {
+	t.Helper()
+	ctx := testCtx(t)
+	for deadline := time.Now().Add(bound); ; {
+		v, err := st.Agent.SelfView(ctx, task, "commitments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.GetCommitments()) != 1 {
+			t.Fatalf("commitments %v, want the one capability", v.GetCommitments())
+		}
+		c := v.GetCommitments()[0]
+		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

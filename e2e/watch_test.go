@@ -52,21 +52,7 @@ func TestStateChangeSeenAmongManyWatched(t *testing.T) {
 	if err := demo.EditClaim(ctx, st.DataDir, demo.Claim1001, "19.40"); err != nil {
 		t.Fatal(err)
 	}
-	var c *agentv1.Commitment
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		v, err := st.Agent.SelfView(ctx, "task-many", "commitments")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(v.GetCommitments()) != 1 {
-			t.Fatalf("commitments %v, want the one capability", v.GetCommitments())
-		}
-		c = v.GetCommitments()[0]
-		if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c := awaitCommitmentMoved(t, st, "task-many", 20*time.Second)
 	if c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
 		t.Fatalf("with %d records watched, after the edit the commitment is %v (%q), want REVOKED", many, c.GetStatus(), c.GetNote())
 	}

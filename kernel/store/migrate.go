@@ -175,10 +175,11 @@ func migrateTo(ctx context.Context, db *sql.DB, pg bool, to int) error {
 		if m.version <= have || m.version > to {
 			continue
 		}
-		stmts := slices.Concat(m.stmts, m.sqlite)
+		own := m.sqlite
 		if pg {
-			stmts = slices.Concat(m.stmts, m.postgres)
+			own = m.postgres
 		}
+		stmts := slices.Concat(m.stmts, own)
 		for _, stmt := range stmts {
 			if pg {
 				stmt = forPostgres(stmt)

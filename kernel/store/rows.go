@@ -684,11 +684,8 @@ type Watched struct {
 	Source, Key, StateVersion string
 }
 
-// Record is the watched record as capabilities name it: "source/key".
-func (w Watched) Record() string { return w.Source + "/" + w.Key }
-
 // WatchedRecords lists the records whose changes still matter, ordered by
-// [Watched.Record]: those read or noted since since, and those that
+// source, then key: those read or noted since since, and those that
 // outstanding capabilities or open approvals depend on; of every agent's
 // tasks, or of one agent's. The versions of the records read recently come
 // with them; only a record that open work alone depends on is looked up
@@ -701,8 +698,7 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 		depended, dargs = dependedOfAgentQuery, []any{agent, agent}
 	}
 	// A poll reads every record in the window: sorted and searched in a
-	// slice, without a string made per record (each was a map key and, in
-	// every comparison of the sort, two more).
+	// slice, without a name made per record to key a map or sort by.
 	var out []Watched
 	rows, err := t.QueryContext(t.ctx, seen, args...)
 	if err != nil {
@@ -755,27 +751,7 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 	return out, nil
 }
 
-// compareWatched orders watched records as their [Watched.Record] names
-// sort, without making the names.
+// compareWatched orders watched records by source, then key.
 func compareWatched(a, b Watched) int {
-	if a.Source == b.Source {
-		return strings.Compare(a.Key, b.Key)
-	}
-	// Sources differ: the first byte where "source/" differs decides,
-	// unless one source is the other's prefix, when "/" meets a byte of
-	// the longer source.
-	n := min(len(a.Source), len(b.Source))
-	if c := strings.Compare(a.Source[:n], b.Source[:n]); c != 0 {
-		return c
-	}
-	var c int
-	if len(a.Source) < len(b.Source) {
-		c = cmp.Compare(byte('/'), b.Source[n])
-	} else {
-		c = cmp.Compare(a.Source[n], byte('/'))
-	}
-	if c == 0 { // a source with a "/" in it: compare the names themselves
-		return strings.Compare(a.Record(), b.Record())
-	}
-	return c
+	return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Key, b.Key))
 }
