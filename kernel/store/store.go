@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/url"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -310,6 +311,11 @@ func (s *Store) update(j *job) error {
 
 // lead runs one batch, then hands the lead to the next waiting update.
 func (s *Store) lead() {
+	// Updates already runnable reach the queue before the batch is taken:
+	// under load they then share this commit instead of waiting for the
+	// next. With nothing else to run, yielding costs a trip through the
+	// scheduler.
+	runtime.Gosched()
 	s.mu.Lock()
 	n := min(len(s.pending), maxBatch)
 	for i, j := range s.pending[:n] {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
@@ -127,6 +128,13 @@ func (g *group) seal(key ed25519.PrivateKey, recs []record) error {
 		g.mu.Lock()
 	}
 	g.leading = true
+	g.mu.Unlock()
+	// Callers already runnable reach the group before the batch is taken:
+	// under load, one signature then covers them instead of one each.
+	// With nothing else to run, yielding costs a trip through the
+	// scheduler.
+	runtime.Gosched()
+	g.mu.Lock()
 	var batch []*sealing
 	n := 0
 	for len(g.waiting) > 0 && (len(batch) == 0 || n+len(g.waiting[0].recs) <= maxBatch) {
