@@ -12,7 +12,8 @@
 // an RFC 6962 Merkle tree whose leaves are their encodings, each envelope
 // carrying its leaf's inclusion path (receiptv1.Batch). The records of one
 // call to SignAll, and those of callers that arrive while a signature is
-// being made, are sealed together, so a busy signer makes one signature
-// per batch rather than one per record. A record sealed alone is signed
+// being made (or are ready to run when a batch starts), are sealed
+// together, so a busy signer makes one signature per batch rather than one
+// per record. A record sealed alone is signed
 // alone, exactly as before batches existed.
 package envelope
