@@ -14,6 +14,6 @@
 // call to SignAll, and those of callers that arrive while a signature is
 // being made (or are ready to run when a batch starts), are sealed
 // together, so a busy signer makes one signature per batch rather than one
-// per record. A record sealed alone is signed
-// alone, exactly as before batches existed.
+// per record. A record sealed alone is signed alone, exactly as before
+// batches existed.
 package envelope
