@@ -417,6 +417,9 @@ func BenchmarkKernelCPU(b *testing.B) {
 			if dir == "" {
 				return nil
 			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
 			return func(proc string) string {
 				return filepath.Join(dir, fmt.Sprintf("%s-%s-%s.pprof", proc, durability, what))
 			}
