@@ -136,9 +136,9 @@ func partOf(sample *profile.Sample) string {
 	return otherPart
 }
 
-// underLoad runs op on conc goroutines, closed loop, and measure once the
-// load has run for a second (so that it sees the steady state); it
-// returns how many calls ended while measure ran.
+// underLoad runs op on conc goroutines, closed loop, and runs measure
+// once the load has run for a second (so that it sees the steady state);
+// it returns how many calls ended while measure ran.
 func underLoad(conc int, op func(i int) error, measure func() error) (int64, error) {
 	var counting atomic.Bool
 	var calls, next atomic.Int64
@@ -501,22 +501,16 @@ func BenchmarkKernelCPU(b *testing.B) {
 // and under decisions, at one in flight: those made at least once in
 // twenty calls, most made in a decision first.
 func printSyscalls(noop, decision map[string]float64) {
+	both := maps.Clone(noop)
+	maps.Copy(both, decision)
 	var names []string
-	for name := range decision {
+	for name := range both {
 		if decision[name] >= 0.05 || noop[name] >= 0.05 {
 			names = append(names, name)
 		}
 	}
-	for name := range noop {
-		if _, ok := decision[name]; !ok && noop[name] >= 0.05 {
-			names = append(names, name)
-		}
-	}
 	slices.SortFunc(names, func(a, b string) int {
-		if c := cmp.Compare(decision[b], decision[a]); c != 0 {
-			return c
-		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(decision[b], decision[a]), strings.Compare(a, b))
 	})
 	fmt.Printf("%-66s %13s %13s\n", "the kernel's system calls per call (strace -c), 1 in flight", "no-op", "decision")
 	for _, name := range names {

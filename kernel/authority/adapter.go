@@ -416,7 +416,7 @@ func (k *Kernel) Redeem(ctx context.Context, sidecar string, env *receiptv1.Enve
 			// knows, and its key lets it happen at most once.
 		case capability.Move:
 			if row.Record != "" {
-				src, key := splitRecord(row.Record)
+				src, key := store.SplitRecord(row.Record)
 				v, ok, err := tx.RecordVersion(src, key)
 				if err != nil {
 					return err
@@ -464,11 +464,6 @@ func issued(tx store.Tx, id string) (store.Capability, error) {
 		return row, refuse(ErrNotFound, "CAPABILITY_UNKNOWN", "capability %s was never issued by this kernel", id)
 	}
 	return row, err
-}
-
-func splitRecord(r string) (string, string) {
-	src, key, _ := strings.Cut(r, "/")
-	return src, key
 }
 
 // RecordEffect logs a signed effect receipt from the action adapter that

@@ -227,7 +227,7 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 	// The records are known once the contract is: stamp them before the
 	// read that sees their versions.
 	for _, r := range g.records() {
-		src, key := splitRecord(r)
+		src, key := store.SplitRecord(r)
 		keys = append(keys, store.RecordKey(src, key))
 	}
 	stamp = append(stamp, k.store.Versions(keys[1:])...)
@@ -380,7 +380,7 @@ func evidenceRecords(cs []cited) []string {
 // proposal names.
 func (k *Kernel) readState(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered) error {
 	for _, r := range g.records() {
-		src, key := splitRecord(r)
+		src, key := store.SplitRecord(r)
 		v, ok, err := tx.RecordVersion(src, key)
 		if err != nil {
 			return err

@@ -722,33 +722,41 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
-	var others []string
+	var others []Watched
 	for rows.Next() {
 		var r string
 		if err := rows.Scan(&r); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("watched records: %w", err)
 		}
-		src, key, _ := strings.Cut(r, "/")
-		if _, seen := slices.BinarySearchFunc(out, Watched{Source: src, Key: key}, compareWatched); !seen {
-			others = append(others, r)
+		var w Watched
+		w.Source, w.Key = SplitRecord(r)
+		if _, seen := slices.BinarySearchFunc(out, w, compareWatched); !seen {
+			others = append(others, w)
 		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
-	for _, r := range others {
-		src, key, _ := strings.Cut(r, "/")
-		v, _, err := t.RecordVersion(src, key)
+	for _, w := range others {
+		v, _, err := t.RecordVersion(w.Source, w.Key)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Watched{Source: src, Key: key, StateVersion: v})
+		w.StateVersion = v
+		out = append(out, w)
 	}
 	if len(others) > 0 {
 		slices.SortFunc(out, compareWatched)
 	}
 	return out, nil
+}
+
+// SplitRecord splits a record's name, "source/key" (as capabilities and
+// approvals name the record they depend on), at its first "/".
+func SplitRecord(record string) (source, key string) {
+	source, key, _ = strings.Cut(record, "/")
+	return source, key
 }
 
 // compareWatched orders watched records by source, then key.
