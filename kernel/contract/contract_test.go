@@ -95,6 +95,17 @@ func TestParse(t *testing.T) {
 		{name: "record from an ungranted source", edit: func(s string) string {
 			return strings.Replace(s, "record: {source: claims_db", "record: {source: hr_db", 1)
 		}, wantErr: `action.tools[0].record.source: tool "refund": source "hr_db" is not granted`},
+		// Source "claims/db" with key "c" and source "claims" with key
+		// "db/c" would name one record.
+		{name: "source name with a slash", edit: func(s string) string {
+			return strings.ReplaceAll(s, "claims_db", "claims/db")
+		}, wantErr: `evidence.sources[0].name: source "claims/db" contains '/'`},
+		{name: "bound record's source with a slash", edit: func(s string) string {
+			return strings.Replace(s, "valid_until: \"2030-01-01T04:00:00Z\"}", "valid_until: \"2030-01-01T04:00:00Z\", record: {source: claims/db, key: C-1}}", 1)
+		}, wantErr: `binding.record.source: source "claims/db" contains '/'`},
+		{name: "bound record", edit: func(s string) string {
+			return strings.Replace(s, "valid_until: \"2030-01-01T04:00:00Z\"}", "valid_until: \"2030-01-01T04:00:00Z\", record: {source: claims_db, key: C/1}}", 1)
+		}},
 		{name: "derived field that does not compile", edit: func(s string) string {
 			return strings.Replace(s, "sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED}]",
 				"sources: [{name: claims_db, provenance: PROVENANCE_TRUSTED, derived: [{name: small, expression: \"record.total <\"}]}]", 1)

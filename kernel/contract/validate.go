@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/ambitkernel/ambit/sdk/money"
@@ -48,8 +49,13 @@ func Validate(c *contractv1.Contract) error {
 	if err := b.GetValidUntil().CheckValid(); err != nil {
 		return invalid("binding.valid_until", "%v", err)
 	}
-	if r := b.GetRecord(); r != nil && (r.GetSource() == "" || r.GetKey() == "") {
-		return invalid("binding.record", "needs both source and key")
+	if r := b.GetRecord(); r != nil {
+		switch {
+		case r.GetSource() == "" || r.GetKey() == "":
+			return invalid("binding.record", "needs both source and key")
+		case strings.Contains(r.GetSource(), "/"):
+			return invalid("binding.record.source", "%s", slashInSource(r.GetSource()))
+		}
 	}
 
 	e := c.GetEvidence()
@@ -65,6 +71,8 @@ func Validate(c *contractv1.Contract) error {
 		switch {
 		case s.GetName() == "":
 			return invalid(f+".name", "must not be empty")
+		case strings.Contains(s.GetName(), "/"):
+			return invalid(f+".name", "%s", slashInSource(s.GetName()))
 		case seen[s.GetName()]:
 			return invalid(f+".name", "duplicate source %q", s.GetName())
 		case s.GetProvenance() == contractv1.Provenance_PROVENANCE_UNSPECIFIED:
@@ -247,4 +255,12 @@ func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name stri
 		return checkEnums(v.Message(), name+".")
 	}
 	return nil
+}
+
+// slashInSource explains why a source name may not contain "/": a record
+// is named "source/key" and cut at its first "/", so source "a/b" with key
+// "c" and source "a" with key "b/c" would be one record, and evidence read
+// from one would count for the other.
+func slashInSource(name string) string {
+	return fmt.Sprintf("source %q contains '/': a record is named \"source/key\", so a source name may not contain '/'", name)
 }

@@ -753,7 +753,9 @@ func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
 }
 
 // SplitRecord splits a record's name, "source/key" (as capabilities and
-// approvals name the record they depend on), at its first "/".
+// approvals name the record they depend on), at its first "/": no source
+// name contains one (contracts and the evidence adapter refuse it), while a
+// key may.
 func SplitRecord(record string) (source, key string) {
 	source, key, _ = strings.Cut(record, "/")
 	return source, key
