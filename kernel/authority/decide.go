@@ -427,6 +427,7 @@ type written struct {
 	decision   []byte
 	capability []byte
 	capRow     *store.Capability
+	capDigest  string // of the capability's envelope
 	approval   *store.Approval
 	at         time.Time
 }
@@ -486,6 +487,7 @@ func (k *Kernel) prepare(p *Proposal, call *toolcall.Call, g *gathered, facts *e
 	}
 	if w.capRow != nil {
 		out.Capability = envs[0]
+		w.capDigest = envelope.Digest(out.Capability)
 		if w.capability, err = proto.Marshal(out.Capability); err != nil {
 			return nil, err
 		}
@@ -512,8 +514,8 @@ func (k *Kernel) write(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathere
 		if _, err := tx.Append(now, "capability", w.capRow.CapabilityID, w.capability); err != nil {
 			return err
 		}
-		id, env := w.capRow.CapabilityID, w.out.Capability
-		tx.OnCommit(func() { k.signed.add(id, env) })
+		id, d := w.capRow.CapabilityID, w.capDigest
+		tx.OnCommit(func() { k.signed.add(id, d) })
 	}
 	if w.approval != nil {
 		if err := tx.InsertApproval(*w.approval); err != nil {

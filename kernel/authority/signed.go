@@ -25,8 +25,9 @@ type signedCapabilities struct {
 	next   int
 }
 
-func (s *signedCapabilities) add(id string, env *receiptv1.Envelope) {
-	d := envelope.Digest(env)
+// add remembers capability id's envelope by its digest ([envelope.Digest]),
+// which the caller computes outside the writer that commits the capability.
+func (s *signedCapabilities) add(id, d string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.digest == nil {

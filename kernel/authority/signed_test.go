@@ -28,7 +28,7 @@ func TestSignedCapabilities(t *testing.T) {
 	}
 	var s signedCapabilities
 	kept, other := sign("cap-1"), sign("cap-2")
-	s.add("cap-1", kept)
+	s.add("cap-1", envelope.Digest(kept))
 	// No key to check a signature with: only what is remembered opens.
 	none := envelope.Keyring{}
 	var c receiptv1.Capability
@@ -51,7 +51,7 @@ func TestSignedCapabilities(t *testing.T) {
 	}
 	// Full, it forgets the oldest first.
 	for i := range maxIssued {
-		s.add(fmt.Sprintf("cap-x%d", i), other)
+		s.add(fmt.Sprintf("cap-x%d", i), envelope.Digest(other))
 	}
 	if err := s.open(none, "kernel", kept, &c); err == nil {
 		t.Errorf("the oldest of %d more capabilities still opened unchecked", maxIssued)
