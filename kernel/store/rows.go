@@ -267,13 +267,14 @@ func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 	return c, err
 }
 
-// InsertCapability records an issued capability.
+// InsertCapability records an issued capability. In a group commit its
+// row is stored with the other updates' (see batchSQL), before any later
+// statement runs.
 func (t *txn) InsertCapability(c Capability) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO capabilities (`+capabilityColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
-		c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
-	if err != nil {
-		return fmt.Errorf("capability %q: %w", c.CapabilityID, err)
+	if t.sql != nil {
+		t.deferred = append(t.deferred, c)
+	} else if err := insertCapabilities(t, []Capability{c}); err != nil {
+		return err
 	}
 	t.outstanding(c)
 	if capability.Counts(c.Status) {

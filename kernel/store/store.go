@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -363,11 +364,21 @@ func (s *Store) runBatch(batch []*job) {
 	// What the batch's updates changed that memory follows on commit.
 	batchChanged := &batchChanges{}
 	ran := false
+	// fail fails every update that has not failed by itself: the batch
+	// rolls back.
+	fail := func(err error) {
+		ran = false
+		for i := range results {
+			if results[i] == nil {
+				results[i] = err
+			}
+		}
+	}
 	// A lone update needs no savepoint: a failure rolls back everything.
-	savepoints := len(batch) > 1
-	// bt runs the batch's own statements (savepoints, the journal's rows)
-	// through the statement cache.
-	bt := &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: s.stmts}
+	b := &batchSQL{
+		bt:         &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: s.stmts},
+		savepoints: len(batch) > 1,
+	}
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			results[i] = err // never started: nothing to undo
@@ -377,70 +388,58 @@ func (s *Store) runBatch(batch []*job) {
 		// its statements are short, and the driver would watch a context
 		// that can end on a goroutine of its own for every statement.
 		ctx := context.WithoutCancel(j.ctx)
-		if !savepoints {
-			tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged}
-			results[i] = runJob(j.fn, tx)
-			unprepared = append(unprepared, tx.unprepared...)
-			ran = results[i] == nil
-			if ran {
-				hooks[i] = tx.onCommit
-				batchChanged.add(tx.changes)
-			}
-			continue
-		}
-		if _, err := bt.ExecContext(bt.ctx, `SAVEPOINT update_job`); err != nil {
-			results[i] = fmt.Errorf("savepoint: %w", err)
-			continue
-		}
-		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged}
+		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged, sql: b}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
+		if results[i] == nil {
+			results[i] = tx.failed
+		}
 		unprepared = append(unprepared, tx.unprepared...)
 		if results[i] != nil {
+			// Its appends are undone; its deferred rows are dropped.
 			s.frontier = before
-			if _, err := bt.ExecContext(bt.ctx, `ROLLBACK TO SAVEPOINT update_job`); err != nil {
-				results[i] = errors.Join(results[i], fmt.Errorf("roll back: %w", err))
+			if tx.savepoint {
+				if _, err := b.bt.ExecContext(b.bt.ctx, `ROLLBACK TO SAVEPOINT update_job`); err != nil {
+					results[i] = errors.Join(results[i], fmt.Errorf("roll back: %w", err))
+					b.err = cmp.Or(b.err, results[i])
+				}
 			}
 		} else {
 			ran = true
 		}
-		if _, err := bt.ExecContext(bt.ctx, `RELEASE SAVEPOINT update_job`); err != nil && results[i] == nil {
-			results[i] = fmt.Errorf("release savepoint: %w", err)
+		if tx.savepoint {
+			if _, err := b.bt.ExecContext(b.bt.ctx, `RELEASE SAVEPOINT update_job`); err != nil {
+				// What SQL holds of the update is unknown: the batch
+				// rolls back.
+				b.err = cmp.Or(b.err, fmt.Errorf("release savepoint: %w", err))
+			}
 		}
 		if results[i] == nil {
 			hooks[i] = tx.onCommit
 			batchChanged.add(tx.changes)
+			b.deferred = append(b.deferred, tx.deferred...)
 		}
 	}
-	committed := false
+	if ran {
+		if err := b.store(); err != nil {
+			fail(err)
+		}
+	}
 	if ran && len(batchChanged.journal) > 0 {
-		if err := journal.InsertRows(bt.ctx, bt, batchChanged.journal); err != nil {
-			ran = false
-			for i := range results {
-				if results[i] == nil {
-					results[i] = err
-				}
-			}
+		if err := journal.InsertRows(b.bt.ctx, b.bt, batchChanged.journal); err != nil {
+			fail(err)
 		}
 	}
 	if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
 		// Delivered on commit: the other replicas catch up at once.
 		if err := s.pg.notify(sqlTx, s.frontier.Size()); err != nil {
-			ran = false
-			for i := range results {
-				if results[i] == nil {
-					results[i] = err
-				}
-			}
+			fail(err)
 		}
 	}
+	committed := false
 	if ran {
 		if err := sqlTx.Commit(); err != nil {
-			for i := range results {
-				if results[i] == nil {
-					results[i] = fmt.Errorf("commit: %w", err)
-				}
-			}
+			fail(fmt.Errorf("commit: %w", err))
 		} else {
 			committed = true
 		}
@@ -453,7 +452,7 @@ func (s *Store) runBatch(batch []*job) {
 	} else {
 		s.frontier = frontier
 	}
-	s.stmts.PrepareAll(context.Background(), append(unprepared, bt.unprepared...))
+	s.stmts.PrepareAll(context.Background(), append(unprepared, b.bt.unprepared...))
 	for i, j := range batch {
 		if results[i] == nil {
 			for _, h := range hooks[i] {
@@ -597,6 +596,16 @@ type txn struct {
 	batch   *batchChanges
 	// mirrored reads through memory (see optimistic.go).
 	mirrored bool
+	// sql is the batch of an update (nil for any other transaction):
+	// entered marks an update that has run a statement, savepoint one
+	// whose savepoint is open, deferred holds its capability rows not
+	// stored yet, and failed what failed it outside its own statements
+	// (see batchSQL).
+	sql       *batchSQL
+	entered   bool
+	savepoint bool
+	deferred  []Capability
+	failed    error
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
@@ -629,6 +638,9 @@ func (t *txn) conn() sqldb.Querier {
 
 // ExecContext runs a statement in the transaction.
 func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -637,14 +649,20 @@ func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 
 // QueryContext runs a query in the transaction.
 func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := t.enter(); err != nil {
+		return nil, err
+	}
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return t.conn().QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext runs a one-row query in the transaction.
+// QueryRowContext runs a one-row query in the transaction. Should the
+// rows deferred before it fail to be stored, the query still runs, on
+// what is stored, and the update fails whatever it returns.
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	_ = t.enter()
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// batchSQL is how the updates of a group commit reach SQL. An update's
+// capability rows are deferred and stored with the other updates' in one
+// statement, so an update that runs no statement of its own (a decision
+// that issues a capability) needs no savepoint: if it fails, SQL holds
+// nothing of it to undo. The first statement of an update that does run
+// one first stores what earlier updates deferred, then opens the update's
+// savepoint; each of its statements first stores its own deferred rows,
+// so every statement sees every row written before it.
+type batchSQL struct {
+	// bt runs the batch's own statements (savepoints, deferred rows, the
+	// journal's rows) through the statement cache.
+	bt *txn
+	// savepoints marks a batch of more than one update, each of which
+	// rolls back alone.
+	savepoints bool
+	// deferred are the capability rows of the batch's updates that
+	// succeeded, not stored yet.
+	deferred []Capability
+	// err is set once storing the deferred rows failed: the batch rolls
+	// back.
+	err error
+}
+
+// store stores the rows earlier updates deferred, outside any update's
+// savepoint.
+func (b *batchSQL) store() error {
+	if b.err == nil && len(b.deferred) > 0 {
+		b.err = insertCapabilities(b.bt, b.deferred)
+		b.deferred = nil
+	}
+	return b.err
+}
+
+// enter readies SQL for a statement of an update (see batchSQL). An error
+// also fails the update whatever it returns ([txn.failed]): a row it
+// deferred may not be stored.
+func (t *txn) enter() error {
+	b := t.sql
+	if b == nil || t.failed != nil {
+		return t.failed
+	}
+	if !t.entered {
+		t.entered = true
+		if err := b.store(); err != nil {
+			t.failed = err
+			return err
+		}
+		if b.savepoints {
+			if _, err := b.bt.ExecContext(b.bt.ctx, `SAVEPOINT update_job`); err != nil {
+				t.failed = fmt.Errorf("savepoint: %w", err)
+				return t.failed
+			}
+			t.savepoint = true
+		}
+	}
+	if len(t.deferred) > 0 {
+		err := insertCapabilities(b.bt, t.deferred)
+		t.deferred = nil
+		if err != nil {
+			t.failed = err
+			return err
+		}
+	}
+	return nil
+}
+
+// capabilitiesPerInsert bounds the rows one statement stores: 64 rows of
+// 18 columns bind 1,152 parameters, far below SQLite's limit.
+const capabilitiesPerInsert = 64
+
+// insertCapabilitiesQuery[n] inserts n capability rows.
+var insertCapabilitiesQuery = func() (q [capabilitiesPerInsert + 1]string) {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(capabilityColumns, ",")+1), ", ") + ")"
+	for n := 1; n <= capabilitiesPerInsert; n++ {
+		q[n] = `INSERT INTO capabilities (` + capabilityColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+	}
+	return q
+}()
+
+// insertCapabilities stores capability rows, a statement per
+// capabilitiesPerInsert of them.
+func insertCapabilities(t *txn, cs []Capability) error {
+	for len(cs) > 0 {
+		n := min(len(cs), capabilitiesPerInsert)
+		args := make([]any, 0, 18*n)
+		for _, c := range cs[:n] {
+			args = append(args, c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
+				c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
+		}
+		if _, err := t.ExecContext(t.ctx, insertCapabilitiesQuery[n], args...); err != nil {
+			return fmt.Errorf("capability %q (and %d after it): %w", cs[0].CapabilityID, n-1, err)
+		}
+		cs = cs[n:]
+	}
+	return nil
+}
