@@ -186,8 +186,9 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	q.Add("_pragma", d.SQLitePragma())
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
-	// Each update of a group commit runs in a savepoint, whose undo
-	// journal would otherwise be a temporary file written on every row.
+	// An update of a group commit that runs statements runs them in a
+	// savepoint, whose undo journal would otherwise be a temporary file
+	// written on every row.
 	q.Add("_pragma", "temp_store(MEMORY)")
 	// Checkpoints run in the background (checkpoint.go).
 	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", writerCheckpointPages))
@@ -275,9 +276,10 @@ type job struct {
 // Update runs fn in a write transaction and returns once its changes are
 // committed (nil) or rolled back (fn's or the commit's error). Concurrent
 // updates are group-committed: one caller at a time leads, running every
-// waiting update in one transaction, each inside its own savepoint, so one
-// update's failure rolls back only its own changes and the whole group
-// pays for one commit (one fsync) instead of one each.
+// waiting update in one transaction, each that runs a statement inside its
+// own savepoint (see batchSQL), so one update's failure rolls back only
+// its own changes and the whole group pays for one commit (one fsync)
+// instead of one each.
 func (s *Store) Update(ctx context.Context, fn func(tx Tx) error) error {
 	return s.update(&job{ctx: ctx, fn: fn})
 }
