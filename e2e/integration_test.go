@@ -408,6 +408,33 @@ func TestKernelUnreachableFailsClosed(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("read with the kernel down: %v, want Unavailable", err)
 	}
+	// The evidence adapter's watcher can no longer report a change of a
+	// record it read: past its grace (five watch intervals, 2.5 s here),
+	// its health probe fails and says so.
+	deadline := time.Now().Add(20 * time.Second)
+	for !watchReportedDown(t, st) {
+		if time.Now().After(deadline) {
+			t.Fatal("the evidence adapter never reported its watch down with the kernel gone")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// watchReportedDown reports whether the evidence adapter logged its watch
+// probe failing for want of the kernel.
+func watchReportedDown(t *testing.T, st *stack) bool {
+	t.Helper()
+	data, err := os.ReadFile(st.LogPath(devstack.Evidence))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if strings.Contains(line, `"msg":"dependency unavailable"`) && strings.Contains(line, `"check":"watch"`) &&
+			strings.Contains(line, "no change of a record read is reported") {
+			return true
+		}
+	}
+	return false
 }
 
 // TestReadbackMismatchFailsCommitment alters the payment after the effect:
