@@ -139,13 +139,8 @@ func TestBatchFailsWithItsDeferredRows(t *testing.T) {
 					t.Errorf("update %d succeeded in a batch whose row could not be stored", i)
 				}
 			}
-			if err := s.View(context.Background(), func(tx Tx) error {
-				if _, err := tx.Task("task-2"); !errors.Is(err, ErrNotFound) {
-					t.Errorf("a task was bound in a failed batch: %v", err)
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
+			if bound(t, s, "task-2") {
+				t.Error("a task was bound in a failed batch")
 			}
 			if s.JournalSize() != size {
 				t.Errorf("the journal grew from %d to %d in a failed batch", size, s.JournalSize())
@@ -168,15 +163,26 @@ func TestBatchFailsWithItsDeferredRows(t *testing.T) {
 	if s.JournalSize() != size+1 {
 		t.Errorf("the journal grew from %d to %d, want the other update's entry", size, s.JournalSize())
 	}
-	if err := s.View(context.Background(), func(tx Tx) error {
-		if _, err := tx.Task("task-2"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("the failed update bound its task: %v", err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if bound(t, s, "task-2") {
+		t.Error("the failed update bound its task")
 	}
 	if count, _, err := s.Usage(context.Background(), "task", "GBP"); err != nil || count != 1 {
 		t.Errorf("usage counts %d (%v), want the one committed capability", count, err)
 	}
+}
+
+// bound reports whether task is bound in what s committed.
+func bound(t *testing.T, s *Store, task string) bool {
+	t.Helper()
+	var err error
+	if verr := s.View(context.Background(), func(tx Tx) error {
+		_, err = tx.Task(task)
+		return nil
+	}); verr != nil {
+		t.Fatal(verr)
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
