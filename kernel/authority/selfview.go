@@ -52,16 +52,17 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 		if len(unanswerable) > 0 {
 			return refuse(ErrDenied, "SELF_FACTS_NEVER_ANSWERED", "the kernel never reveals %v to an agent", unanswerable)
 		}
-		caps, err := tx.Capabilities(taskID)
+		all, err := tx.Capabilities(taskID)
 		if err != nil {
 			return err
 		}
+		caps, omitted := listed(all, now)
 		for _, f := range facts {
 			switch f {
 			case "capabilities":
-				k.capabilities(out, b, caps, now)
+				k.capabilities(out, b, all, now)
 			case "uncertainty":
-				if out.Uncertainty, err = k.uncertainty(tx, b, taskID, caps, now); err != nil {
+				if out.Uncertainty, err = k.uncertainty(tx, b, taskID, caps, omitted, now); err != nil {
 					return err
 				}
 			case "commitments":
@@ -69,6 +70,7 @@ func (k *Kernel) SelfView(ctx context.Context, agent, taskID string, facts []str
 				for _, c := range caps {
 					out.Commitments = append(out.Commitments, commitment(c, now))
 				}
+				out.CommitmentsOmitted = uint32(omitted)
 			case "expiry":
 				out.ExpiresAt = timestamppb.New(b.eval.ValidUntil)
 			}
@@ -119,7 +121,41 @@ func (k *Kernel) capabilities(out *agentv1.GetSelfViewResponse, b *bound, caps [
 	}
 }
 
-func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.Capability, now time.Time) ([]string, error) {
+// MaxListedCommitments bounds the commitments a self-view lists, and the
+// uncertainty it describes about them. Capabilities that expired unused or
+// were revoked stop counting against a contract's action limit, so an
+// agent that proposes and never executes makes them without end; unbounded,
+// the view would outgrow what a client receives (4 MiB by default).
+const MaxListedCommitments = 1000
+
+// listed picks the capabilities a self-view describes, oldest first as
+// caps are: every open one (authorised, redeemed, effected: it may still
+// act or its outcome is still awaited), then the newest of the others,
+// MaxListedCommitments in all at most; and how many it leaves out.
+func listed(caps []store.Capability, now time.Time) ([]store.Capability, int) {
+	if len(caps) <= MaxListedCommitments {
+		return caps, 0
+	}
+	keep := make([]bool, len(caps))
+	n := 0
+	for _, open := range []bool{true, false} {
+		for i := len(caps) - 1; i >= 0 && n < MaxListedCommitments; i-- {
+			if !keep[i] && capability.Open(capability.Effective(caps[i].Status, caps[i].ExpiresAt, now)) == open {
+				keep[i] = true
+				n++
+			}
+		}
+	}
+	out := make([]store.Capability, 0, n)
+	for i, c := range caps {
+		if keep[i] {
+			out = append(out, c)
+		}
+	}
+	return out, len(caps) - n
+}
+
+func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.Capability, omitted int, now time.Time) ([]string, error) {
 	out := []string{}
 	if !b.canonical() {
 		out = append(out, fmt.Sprintf("contract is %s, not canonical: nothing can be granted", b.class))
@@ -147,6 +183,9 @@ func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
 			out = append(out, fmt.Sprintf("commitment %s awaits %s", c.CapabilityID, map[bool]string{true: "its effect receipt", false: "readback"}[c.Status == agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED]))
 		}
+	}
+	if omitted > 0 {
+		out = append(out, fmt.Sprintf("%d older closed commitments are not described: a view describes %d at most", omitted, MaxListedCommitments))
 	}
 	approvals, err := tx.OpenApprovals("", taskID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestSelfViewAnswersGrantedFacts(t *testing.T) {
@@ -175,6 +176,52 @@ func TestSelfViewUncertainty(t *testing.T) {
 	}
 	if len(v.GetCommitments()) != 1 || v.GetCommitments()[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED {
 		t.Errorf("commitments = %v, want one REVOKED", v.GetCommitments())
+	}
+}
+
+// TestSelfViewBoundsCommitments: capabilities that expire unused stop
+// counting against the action limit, so an agent can make any number of
+// them. A view lists and describes MaxListedCommitments of them at most:
+// every open one, then the newest, and says how many it leaves out.
+func TestSelfViewBoundsCommitments(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Binding.ValidUntil = timestamppb.New(start.Add(30 * 24 * time.Hour))
+		c.Action.MaxActions = 2
+	})
+	// The oldest stays open: redeemed, its effect still to come.
+	first, c := w.allowed(task)
+	w.redeemed(first.GetCapability(), c)
+	var expired []string
+	for range authority.MaxListedCommitments {
+		_, c := w.allowed(task)
+		expired = append(expired, c.GetCapabilityId())
+		w.clock.Advance(6 * time.Minute) // past the capability's 5 minutes
+	}
+	v, err := w.k.SelfView(w.ctx, agentName, task, []string{"commitments", "uncertainty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, cm := range v.GetCommitments() {
+		listed = append(listed, cm.GetCapabilityId())
+	}
+	// The oldest expired one is left out.
+	if want := append([]string{c.GetCapabilityId()}, expired[1:]...); !slices.Equal(listed, want) || v.GetCommitmentsOmitted() != 1 {
+		t.Errorf("listed %d commitments (first %v), %d omitted; want %d, the open one first, 1 omitted",
+			len(listed), listed[:min(len(listed), 2)], v.GetCommitmentsOmitted(), len(want))
+	}
+	described := 0
+	for _, u := range v.GetUncertainty() {
+		if strings.HasPrefix(u, "capability ") || strings.HasPrefix(u, "commitment ") {
+			described++
+		}
+		if strings.Contains(u, expired[0]) {
+			t.Errorf("the commitment left out is described: %q", u)
+		}
+	}
+	if described != authority.MaxListedCommitments || !slices.Contains(v.GetUncertainty(), "1 older closed commitments are not described: a view describes 1000 at most") {
+		t.Errorf("%d commitments described, and no line for the one left out in %d lines", described, len(v.GetUncertainty()))
 	}
 }
 

@@ -149,3 +149,7 @@ func Counts(s Status) bool { return s != Revoked && s != Expired }
 
 // Outstanding reports whether a capability may still be redeemed.
 func Outstanding(s Status) bool { return s == Authorised }
+
+// Open reports whether a commitment in status s is not settled yet: it may
+// still be redeemed, or its effect or readback is still to come.
+func Open(s Status) bool { return s == Authorised || s == Redeemed || s == Effected }

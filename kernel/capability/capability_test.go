@@ -81,3 +81,14 @@ func TestEffective(t *testing.T) {
 		t.Errorf("redeemed past expiry = %s", got)
 	}
 }
+
+func TestOpen(t *testing.T) {
+	for s, want := range map[capability.Status]bool{
+		capability.Authorised: true, capability.Redeemed: true, capability.Effected: true,
+		capability.Verified: false, capability.Failed: false, capability.Revoked: false, capability.Expired: false,
+	} {
+		if got := capability.Open(s); got != want {
+			t.Errorf("Open(%s) = %v, want %v", s, got, want)
+		}
+	}
+}

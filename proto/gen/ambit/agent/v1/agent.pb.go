@@ -389,9 +389,14 @@ type GetSelfViewResponse struct {
 	// and proposals name them.
 	Record *v11.RecordRef `protobuf:"bytes,7,opt,name=record,proto3" json:"record,omitempty"`
 	// With capabilities: the purpose proposals must be made under.
-	Purpose       string `protobuf:"bytes,8,opt,name=purpose,proto3" json:"purpose,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Purpose string `protobuf:"bytes,8,opt,name=purpose,proto3" json:"purpose,omitempty"`
+	// With commitments: how many of the task's commitments are not listed.
+	// A view lists every open commitment (authorised, redeemed, effected),
+	// then the newest of the others, 1,000 in all at most; its uncertainty
+	// describes the same ones.
+	CommitmentsOmitted uint32 `protobuf:"varint,9,opt,name=commitments_omitted,json=commitmentsOmitted,proto3" json:"commitments_omitted,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetSelfViewResponse) Reset() {
@@ -478,6 +483,13 @@ func (x *GetSelfViewResponse) GetPurpose() string {
 		return x.Purpose
 	}
 	return ""
+}
+
+func (x *GetSelfViewResponse) GetCommitmentsOmitted() uint32 {
+	if x != nil {
+		return x.CommitmentsOmitted
+	}
+	return 0
 }
 
 // ToolSpec is one granted tool as an agent framework lists it.
@@ -869,7 +881,7 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\x12GetSelfViewRequest\x12#\n" +
 	"\atask_id\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x02R\x06taskId\x12$\n" +
-	"\x05facts\x18\x02 \x03(\tB\x0e\xbaH\v\x92\x01\b\x10\x10\"\x04r\x02\x18@R\x05facts\"\x8a\x03\n" +
+	"\x05facts\x18\x02 \x03(\tB\x0e\xbaH\v\x92\x01\b\x10\x10\"\x04r\x02\x18@R\x05facts\"\xbb\x03\n" +
 	"\x13GetSelfViewResponse\x12\"\n" +
 	"\fcapabilities\x18\x01 \x03(\tR\fcapabilities\x12 \n" +
 	"\vuncertainty\x18\x02 \x03(\tR\vuncertainty\x12<\n" +
@@ -879,7 +891,8 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\x05tools\x18\x05 \x03(\v2\x18.ambit.agent.v1.ToolSpecR\x05tools\x124\n" +
 	"\asources\x18\x06 \x03(\v2\x1a.ambit.agent.v1.SourceSpecR\asources\x124\n" +
 	"\x06record\x18\a \x01(\v2\x1c.ambit.contract.v1.RecordRefR\x06record\x12\x18\n" +
-	"\apurpose\x18\b \x01(\tR\apurpose\"|\n" +
+	"\apurpose\x18\b \x01(\tR\apurpose\x12/\n" +
+	"\x13commitments_omitted\x18\t \x01(\rR\x12commitmentsOmitted\"|\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12:\n" +

@@ -48,9 +48,10 @@ class GetSelfViewRequest(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., facts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetSelfViewResponse(_message.Message):
-    __slots__ = ["capabilities", "commitments", "expires_at", "purpose", "record", "sources", "tools", "uncertainty"]
+    __slots__ = ["capabilities", "commitments", "commitments_omitted", "expires_at", "purpose", "record", "sources", "tools", "uncertainty"]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     COMMITMENTS_FIELD_NUMBER: _ClassVar[int]
+    COMMITMENTS_OMITTED_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     PURPOSE_FIELD_NUMBER: _ClassVar[int]
     RECORD_FIELD_NUMBER: _ClassVar[int]
@@ -59,13 +60,14 @@ class GetSelfViewResponse(_message.Message):
     UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
     capabilities: _containers.RepeatedScalarFieldContainer[str]
     commitments: _containers.RepeatedCompositeFieldContainer[Commitment]
+    commitments_omitted: int
     expires_at: _timestamp_pb2.Timestamp
     purpose: str
     record: _contract_pb2.RecordRef
     sources: _containers.RepeatedCompositeFieldContainer[SourceSpec]
     tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
     uncertainty: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, capabilities: _Optional[_Iterable[str]] = ..., uncertainty: _Optional[_Iterable[str]] = ..., commitments: _Optional[_Iterable[_Union[Commitment, _Mapping]]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., sources: _Optional[_Iterable[_Union[SourceSpec, _Mapping]]] = ..., record: _Optional[_Union[_contract_pb2.RecordRef, _Mapping]] = ..., purpose: _Optional[str] = ...) -> None: ...
+    def __init__(self, capabilities: _Optional[_Iterable[str]] = ..., uncertainty: _Optional[_Iterable[str]] = ..., commitments: _Optional[_Iterable[_Union[Commitment, _Mapping]]] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ..., sources: _Optional[_Iterable[_Union[SourceSpec, _Mapping]]] = ..., record: _Optional[_Union[_contract_pb2.RecordRef, _Mapping]] = ..., purpose: _Optional[str] = ..., commitments_omitted: _Optional[int] = ...) -> None: ...
 
 class RequestBoundaryChangeRequest(_message.Message):
     __slots__ = ["description", "task_id"]
