@@ -282,6 +282,20 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 	for i := range 3 {
 		allowed(t, st, fmt.Sprintf("verify-task-%d", i))
 	}
+	// Every task's commitments, two to a page: all three, each once.
+	ctx := testCtx(t)
+	first, err := st.Gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{Limit: 2})
+	if err != nil || len(first.GetCommitments()) != 2 || first.GetNextAfterCapabilityId() != first.GetCommitments()[1].GetCapabilityId() {
+		t.Fatalf("first page: %v, %v", first, err)
+	}
+	rest, err := st.Gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{Limit: 2, AfterCapabilityId: first.GetNextAfterCapabilityId()})
+	if err != nil || len(rest.GetCommitments()) != 1 || rest.GetNextAfterCapabilityId() != "" ||
+		rest.GetCommitments()[0].GetCapabilityId() <= first.GetNextAfterCapabilityId() {
+		t.Fatalf("last page: %v, %v", rest, err)
+	}
+	if _, err := st.Gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{Limit: 1001}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a page of 1001: %v, want InvalidArgument", err)
+	}
 	proposeItems(t, st, "verify-item", 4)
 	if err := st.Stop(); err != nil {
 		t.Fatal(err)

@@ -296,11 +296,19 @@ func (a *Audit) compare(loops []Outcome, effects []effect, receipts []*receiptv1
 
 // commitments counts the kernel's commitments by status.
 func (a *Audit) commitments(ctx context.Context, gov kernelv1.GovernanceServiceClient) error {
-	resp, err := gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{})
-	if err != nil {
-		return fmt.Errorf("list commitments: %w", err)
+	var all []*agentv1.Commitment
+	req := &kernelv1.ListCommitmentsRequest{Limit: 1000}
+	for {
+		resp, err := gov.ListCommitments(ctx, req)
+		if err != nil {
+			return fmt.Errorf("list commitments: %w", err)
+		}
+		all = append(all, resp.GetCommitments()...)
+		if req.AfterCapabilityId = resp.GetNextAfterCapabilityId(); req.AfterCapabilityId == "" {
+			break
+		}
 	}
-	for _, c := range resp.GetCommitments() {
+	for _, c := range all {
 		a.Commitments[strings.TrimPrefix(c.GetStatus().String(), "COMMITMENT_STATUS_")]++
 		switch c.GetStatus() {
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED,

@@ -177,7 +177,7 @@ func TestStateChangeCancelsReach(t *testing.T) {
 		t.Errorf("stale evidence gave capability=%v approval=%q", d.GetCapability() != nil, d.GetApprovalId())
 	}
 
-	commitments, err := w.k.Commitments(w.ctx, task)
+	commitments, err := allCommitments(w.ctx, w.k, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,14 +423,14 @@ func TestRecordReadback(t *testing.T) {
 			if got.GetStatus() != tt.want || got.GetReadbackReceiptId() != "rb-1" {
 				t.Errorf("commitment = %v, want %s by rb-1", got, tt.want)
 			}
-			list, err := w.k.Commitments(w.ctx, task)
+			list, err := allCommitments(w.ctx, w.k, task)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(list) != 1 || list[0].GetStatus() != tt.want {
 				t.Errorf("Commitments = %v, want one %s", list, tt.want)
 			}
-			if all, _ := w.k.Commitments(w.ctx, ""); len(all) != 1 {
+			if all, _ := allCommitments(w.ctx, w.k, ""); len(all) != 1 {
 				t.Errorf("Commitments of all tasks = %d, want 1", len(all))
 			}
 			view, err := w.k.SelfView(w.ctx, agentName, task, []string{"uncertainty", "commitments"})

@@ -39,7 +39,7 @@ func TestConcurrentSubmitGrantsOnce(t *testing.T) {
 	if caps != 1 {
 		t.Errorf("%d capabilities issued, want 1", caps)
 	}
-	list, err := w.k.Commitments(w.ctx, task)
+	list, err := allCommitments(w.ctx, w.k, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestConcurrentStateChangeAndSubmit(t *testing.T) {
 	}
 	// The change is noted; the read itself is refused to the stale task.
 	wantRefusal(t, errs[n], authority.ErrStale, "STATE_VERSION_CHANGED")
-	list, err := w.k.Commitments(w.ctx, task)
+	list, err := allCommitments(w.ctx, w.k, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestConcurrentSubmitWithinCumulativeGrant(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"OUTCOME_ALLOW": 3, "OUTCOME_DENY": n - 3}, outcomes); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
-	list, err := w.k.Commitments(w.ctx, task)
+	list, err := allCommitments(w.ctx, w.k, task)
 	if err != nil || len(list) != 3 {
 		t.Errorf("%d commitments stored (%v), want 3", len(list), err)
 	}
@@ -289,7 +289,7 @@ func TestChangeBetweenReadAndAppend(t *testing.T) {
 			if got := d.GetCapability() != nil; got != c.allowed {
 				t.Errorf("capability issued: %v, want %v: %+v", got, c.allowed, verdictOf(d))
 			}
-			list, err := k.Commitments(w.ctx, task)
+			list, err := allCommitments(w.ctx, k, task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -365,7 +365,7 @@ func TestSameRequestBetweenReadAndAppend(t *testing.T) {
 		t.Errorf("answers %s (repeated %v) and %s (repeated %v), want the other call's decision, repeated to the first",
 			other.GetDecisionId(), other.GetRepeated(), d.GetDecisionId(), d.GetRepeated())
 	}
-	if list, err := k.Commitments(w.ctx, task); err != nil || len(list) != 1 {
+	if list, err := allCommitments(w.ctx, k, task); err != nil || len(list) != 1 {
 		t.Errorf("%d commitments (%v), want 1", len(list), err)
 	}
 }

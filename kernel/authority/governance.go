@@ -312,18 +312,43 @@ func (k *Kernel) DecideApproval(ctx context.Context, actor, id string, approve b
 	return out, nil
 }
 
-// Commitments lists a task's commitments (all tasks' for an empty id).
-func (k *Kernel) Commitments(ctx context.Context, taskID string) ([]*agentv1.Commitment, error) {
-	var out []*agentv1.Commitment
-	err := k.store.View(ctx, func(tx store.Tx) error {
-		caps, err := tx.Capabilities(taskID)
-		now := k.clock()
-		for _, c := range caps {
-			out = append(out, commitment(c, now))
-		}
+// CommitmentQuery selects a page of commitments.
+type CommitmentQuery struct {
+	// TaskID, when set, keeps this task's commitments.
+	TaskID string
+	// After keeps the commitments whose capability identifier sorts after
+	// it.
+	After string
+	// Limit bounds the page; it is at least 1.
+	Limit int
+}
+
+// Commitments lists a page of commitments in their capability
+// identifiers' order, which is the order of issue, and the identifier to
+// continue after (empty on the last page).
+func (k *Kernel) Commitments(ctx context.Context, q CommitmentQuery) (out []*agentv1.Commitment, next string, err error) {
+	if q.Limit < 1 {
+		return nil, "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
+	}
+	var caps []store.Capability
+	now := k.clock()
+	err = k.store.View(ctx, func(tx store.Tx) error {
+		// One more than the page: whether more follow.
+		caps, err = tx.CapabilitiesAfter(q.TaskID, q.After, q.Limit+1)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, "", err
+	}
+	if len(caps) > q.Limit {
+		caps = caps[:q.Limit]
+		next = caps[len(caps)-1].CapabilityID
+	}
+	out = make([]*agentv1.Commitment, 0, len(caps))
+	for _, c := range caps {
+		out = append(out, commitment(c, now))
+	}
+	return out, next, nil
 }
 
 // Entries pages through the journal.

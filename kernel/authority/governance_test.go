@@ -139,7 +139,7 @@ func TestSupersedeItem(t *testing.T) {
 	// Its outstanding capability was revoked.
 	_, err = w.k.Redeem(w.ctx, actionID, w.sign(w.kernel, c), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
-	commitments, err := w.k.Commitments(w.ctx, task)
+	commitments, err := allCommitments(w.ctx, w.k, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRebindRevokesOutstanding(t *testing.T) {
 	w.propose(contractItem("CTR-v2", coupledContract(t, task, func(c *contractv1.Contract) { c.Version = "2" })))
 	w.promote("CTR-v2")
 	w.bind(task, "CTR-v2")
-	list, err := w.k.Commitments(w.ctx, task)
+	list, err := allCommitments(w.ctx, w.k, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,4 +417,11 @@ func TestDeriveHandoffBindsInOneCommit(t *testing.T) {
 	if diff := cmp.Diff([]string{"canon", "task.bind"}, kinds(w.entries()[before:])); diff != "" {
 		t.Errorf("journaled (-want +got):\n%s", diff)
 	}
+}
+
+// TestCommitmentsRefuseAnEmptyPage: a page holds at least one commitment.
+func TestCommitmentsRefuseAnEmptyPage(t *testing.T) {
+	w := newWorld(t)
+	_, _, err := w.k.Commitments(w.ctx, authority.CommitmentQuery{})
+	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
 }

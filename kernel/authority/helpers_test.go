@@ -19,6 +19,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
@@ -502,4 +503,22 @@ func (w *world) changed(taskID, version string) authority.Recorded {
 		w.t.Fatalf("RecordEvidence at %s = %v, want a STATE_VERSION_CHANGED refusal", version, err)
 	}
 	return rec
+}
+
+// allCommitments lists a task's commitments (every task's for ""), two to
+// a page, so that every listing also walks the pages.
+func allCommitments(ctx context.Context, k *authority.Kernel, taskID string) ([]*agentv1.Commitment, error) {
+	var all []*agentv1.Commitment
+	q := authority.CommitmentQuery{TaskID: taskID, Limit: 2}
+	for {
+		page, next, err := k.Commitments(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, nil
+		}
+		q.After = next
+	}
 }

@@ -156,7 +156,7 @@ func TestRevokeStaysInItsTask(t *testing.T) {
 	w.promote("CTR-mail-b-2")
 	w.bind("mail-b", "CTR-mail-b-2")
 
-	list, err := w.k.Commitments(w.ctx, "mail-a")
+	list, err := allCommitments(w.ctx, w.k, "mail-a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -540,7 +540,7 @@ func TestSubmitRequestIDIsIdempotent(t *testing.T) {
 	if after := len(w.entries()); after != before {
 		t.Errorf("the repeat journaled %d entries", after-before)
 	}
-	list, err := w.k.Commitments(w.ctx, task)
+	list, err := allCommitments(w.ctx, w.k, task)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("commitments = %v, %v; want one", list, err)
 	}

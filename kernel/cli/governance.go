@@ -267,6 +267,8 @@ func commitmentsCmd(env *Env) *cobra.Command {
 	var g govFlags
 	g.register(cmd.Flags())
 	task := cmd.Flags().String("task", "", "only this task's commitments")
+	after := cmd.Flags().String("after", "", "start after this capability (the next page)")
+	limit := cmd.Flags().Int32("limit", 100, "at most this many (at most 1000)")
 	format := cmd.Flags().String("format", "text", "output format: text or json")
 	formats(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -276,9 +278,12 @@ func commitmentsCmd(env *Env) *cobra.Command {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: commitments takes no arguments, got %q", ErrUsage, args)
 		}
+		if *limit < 1 || *limit > 1000 {
+			return fmt.Errorf("%w: --limit must be 1 to 1000, got %d", ErrUsage, *limit)
+		}
 		var resp *kernelv1.ListCommitmentsResponse
 		err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-			resp, err = c.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: *task})
+			resp, err = c.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: *task, AfterCapabilityId: *after, Limit: *limit})
 			return err
 		})
 		if err != nil {
@@ -296,7 +301,17 @@ func commitmentsCmd(env *Env) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.GetCapabilityId(), c.GetTool(), amount(c), strings.TrimPrefix(c.GetStatus().String(), "COMMITMENT_STATUS_"),
 				dash(c.GetEffectReceiptId()), dash(c.GetReadbackReceiptId()), dash(c.GetNote()))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if next := resp.GetNextAfterCapabilityId(); next != "" {
+			more := "ambitctl commitments --after " + next
+			if *task != "" {
+				more += " --task " + *task
+			}
+			_, err = fmt.Fprintf(env.Stdout, "more: %s\n", more)
+		}
+		return err
 	}
 	return cmd
 }

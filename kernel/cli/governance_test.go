@@ -218,6 +218,7 @@ func TestGovernanceErrors(t *testing.T) {
 		{"bind without agent", []string{"contract", "bind", "CTR-1", "--task", "t"}, cli.ErrUsage, "--agent A"},
 		{"bind unknown", []string{"contract", "bind", "CTR-none", "--task", "t", "--agent", "agent"}, nil, "bind t to CTR-none"},
 		{"tasks limit", []string{"tasks", "--limit", "5000"}, cli.ErrUsage, "--limit must be 1 to 1000"},
+		{"commitments limit", []string{"commitments", "--limit", "0"}, cli.ErrUsage, "--limit must be 1 to 1000"},
 		{"receipts limit", []string{"receipts", "--limit", "0"}, cli.ErrUsage, "--limit must be at least 1"},
 		{"unknown context", []string{"tasks", "--context", "nowhere"}, cli.ErrUsage, `no context "nowhere"`},
 		{"context set without kernel", []string{"context", "set", "x", "--pki", root, "--as", "governance"}, cli.ErrUsage, "needs --kernel, --pki and --as"},

@@ -134,13 +134,21 @@ func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHand
 	return &kernelv1.DeriveHandoffResponse{Item: classified(c)}, nil
 }
 
+// defaultPage is a page's length when a request leaves it unset.
+const defaultPage = 100
+
+// pageLimit is a request's page length, defaultPage when unset; the
+// request's validation bounds it.
+func pageLimit(limit int32) int {
+	if limit == 0 {
+		return defaultPage
+	}
+	return int(limit)
+}
+
 // ListTasks lists bound tasks, a page at a time.
 func (s *Governance) ListTasks(ctx context.Context, req *kernelv1.ListTasksRequest) (*kernelv1.ListTasksResponse, error) {
-	limit := int(req.GetLimit())
-	if limit == 0 {
-		limit = 100
-	}
-	tasks, next, err := s.K.Tasks(ctx, authority.TaskQuery{Agent: req.GetAgent(), ItemID: req.GetContractItemId(), After: req.GetAfterTaskId(), Limit: limit})
+	tasks, next, err := s.K.Tasks(ctx, authority.TaskQuery{Agent: req.GetAgent(), ItemID: req.GetContractItemId(), After: req.GetAfterTaskId(), Limit: pageLimit(req.GetLimit())})
 	if err != nil {
 		return nil, Status(err)
 	}
@@ -169,13 +177,13 @@ func (s *Governance) DecideApproval(ctx context.Context, req *kernelv1.DecideApp
 	return &kernelv1.DecideApprovalResponse{Approval: a}, nil
 }
 
-// ListCommitments lists commitments.
+// ListCommitments lists commitments, a page at a time.
 func (s *Governance) ListCommitments(ctx context.Context, req *kernelv1.ListCommitmentsRequest) (*kernelv1.ListCommitmentsResponse, error) {
-	c, err := s.K.Commitments(ctx, req.GetTaskId())
+	c, next, err := s.K.Commitments(ctx, authority.CommitmentQuery{TaskID: req.GetTaskId(), After: req.GetAfterCapabilityId(), Limit: pageLimit(req.GetLimit())})
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.ListCommitmentsResponse{Commitments: c}, nil
+	return &kernelv1.ListCommitmentsResponse{Commitments: c, NextAfterCapabilityId: next}, nil
 }
 
 // ListEntries pages through the journal.
@@ -185,7 +193,7 @@ func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesR
 	case limit < 0:
 		return nil, invalid("limit must not be negative")
 	case limit == 0:
-		limit = 100
+		limit = defaultPage
 	case limit > 1000:
 		limit = 1000
 	}

@@ -334,27 +334,46 @@ func (t *txn) UpdateCapability(c Capability) error {
 // task.
 var taskCapabilitiesQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id = ? ORDER BY issued_at, capability_id`
 
-// Capabilities lists capabilities, oldest first: a task's, or all when
-// taskID is empty.
+// Capabilities lists a task's capabilities, oldest first (every task's:
+// CapabilitiesAfter, a page at a time).
 func (t *txn) Capabilities(taskID string) ([]Capability, error) {
-	q, args := `SELECT `+capabilityColumns+` FROM capabilities ORDER BY issued_at, capability_id`, []any(nil)
+	return t.capabilities(fmt.Sprintf("capabilities of task %q", taskID), taskCapabilitiesQuery, taskID)
+}
+
+// CapabilitiesAfter lists at most limit capabilities whose identifier
+// sorts after after, in the identifiers' order: a task's, or every task's
+// when taskID is empty. The kernel's identifiers begin with the
+// millisecond they were made, so this is the order of issue to the
+// millisecond, and the primary key answers a page without sorting the
+// table.
+func (t *txn) CapabilitiesAfter(taskID, after string, limit int) ([]Capability, error) {
+	q, args := `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id > ?`, []any{after}
 	if taskID != "" {
-		q, args = taskCapabilitiesQuery, []any{taskID}
+		q, args = q+` AND task_id = ?`, append(args, taskID)
 	}
-	rows, err := t.QueryContext(t.ctx, q, args...)
+	return t.capabilities("capabilities", q+` ORDER BY capability_id LIMIT ?`, append(args, limit)...)
+}
+
+// capabilities runs a query of capability rows; what names them in an
+// error.
+func (t *txn) capabilities(what, query string, args ...any) ([]Capability, error) {
+	rows, err := t.QueryContext(t.ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("capabilities: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []Capability
 	for rows.Next() {
 		c, err := scanCapability(rows)
 		if err != nil {
-			return nil, fmt.Errorf("capabilities: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
 }
 
 // use adds (sign 1) or removes (sign -1) a capability from its task's
@@ -415,20 +434,7 @@ func (t *txn) Due(taskID string, now time.Time) ([]Capability, error) {
 }
 
 func (t *txn) due(taskID string, now time.Time) ([]Capability, error) {
-	rows, err := t.QueryContext(t.ctx, dueQuery, taskID, ts(now))
-	if err != nil {
-		return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
-	}
-	defer rows.Close()
-	var due []Capability
-	for rows.Next() {
-		c, err := scanCapability(rows)
-		if err != nil {
-			return nil, fmt.Errorf("expired capabilities of task %q: %w", taskID, err)
-		}
-		due = append(due, c)
-	}
-	return due, rows.Err()
+	return t.capabilities(fmt.Sprintf("expired capabilities of task %q", taskID), dueQuery, taskID, ts(now))
 }
 
 // Usage counts the capabilities that use up a task's grant and sums their
@@ -541,20 +547,7 @@ func (t *txn) Outstanding(record, taskID string) ([]Capability, error) {
 	if query == "" {
 		return nil, nil
 	}
-	rows, err := t.QueryContext(t.ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("outstanding capabilities: %w", err)
-	}
-	defer rows.Close()
-	var out []Capability
-	for rows.Next() {
-		c, err := scanCapability(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return t.capabilities("outstanding capabilities", query, args...)
 }
 
 // Approval is one approval row; Body is the full message.

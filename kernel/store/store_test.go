@@ -262,9 +262,24 @@ func TestCapabilities(t *testing.T) {
 		if _, err := tx.Capability("nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("missing capability: %v, want ErrNotFound", err)
 		}
-		all, err := tx.Capabilities("")
-		if diff := cmp.Diff([]string{"a", "b", "c", "d", "e", "f"}, ids(all)); diff != "" || err != nil {
-			t.Errorf("Capabilities(\"\") %v (-want +got):\n%s", err, diff)
+		// A page at a time, in the identifiers' order, of every task or of
+		// one.
+		for _, tc := range []struct {
+			task, after string
+			limit       int
+			want        []string
+		}{
+			{"", "", 100, []string{"a", "b", "c", "d", "e", "f"}},
+			{"", "", 4, []string{"a", "b", "c", "d"}},
+			{"", "d", 4, []string{"e", "f"}},
+			{"", "f", 4, []string{}},
+			{"task-1", "", 2, []string{"a", "b"}},
+			{"task-1", "b", 2, []string{"f"}},
+		} {
+			page, err := tx.CapabilitiesAfter(tc.task, tc.after, tc.limit)
+			if diff := cmp.Diff(tc.want, ids(page)); diff != "" || err != nil {
+				t.Errorf("CapabilitiesAfter(%q, %q, %d) %v (-want +got):\n%s", tc.task, tc.after, tc.limit, err, diff)
+			}
 		}
 		one, err := tx.Capabilities("task-1")
 		if diff := cmp.Diff([]string{"a", "b", "f"}, ids(one)); diff != "" || err != nil {

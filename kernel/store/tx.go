@@ -28,6 +28,7 @@ type Tx interface {
 	Capability(id string) (Capability, error)
 	UpdateCapability(c Capability) error
 	Capabilities(taskID string) ([]Capability, error)
+	CapabilitiesAfter(taskID, after string, limit int) ([]Capability, error)
 	Outstanding(record, taskID string) ([]Capability, error)
 	ExpireDue(taskID string, now time.Time) error
 	Due(taskID string, now time.Time) ([]Capability, error)

@@ -1381,7 +1381,12 @@ func (x *DecideApprovalResponse) GetApproval() *Approval {
 type ListCommitmentsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task; empty lists every task's.
-	TaskId        string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Return the commitments whose capability_id sorts after this one: the
+	// last capability_id of the previous page.
+	AfterCapabilityId string `protobuf:"bytes,2,opt,name=after_capability_id,json=afterCapabilityId,proto3" json:"after_capability_id,omitempty"`
+	// At most this many (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1423,13 +1428,31 @@ func (x *ListCommitmentsRequest) GetTaskId() string {
 	return ""
 }
 
-// ListCommitmentsResponse lists commitments.
+func (x *ListCommitmentsRequest) GetAfterCapabilityId() string {
+	if x != nil {
+		return x.AfterCapabilityId
+	}
+	return ""
+}
+
+func (x *ListCommitmentsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListCommitmentsResponse is one page of commitments.
 type ListCommitmentsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Commitments, oldest first.
-	Commitments   []*v12.Commitment `protobuf:"bytes,1,rep,name=commitments,proto3" json:"commitments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Commitments ordered by capability_id, which begins with the
+	// millisecond the capability was issued: oldest first.
+	Commitments []*v12.Commitment `protobuf:"bytes,1,rep,name=commitments,proto3" json:"commitments,omitempty"`
+	// The capability_id to pass as after_capability_id for the next page;
+	// empty on the last page.
+	NextAfterCapabilityId string `protobuf:"bytes,2,opt,name=next_after_capability_id,json=nextAfterCapabilityId,proto3" json:"next_after_capability_id,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ListCommitmentsResponse) Reset() {
@@ -1467,6 +1490,13 @@ func (x *ListCommitmentsResponse) GetCommitments() []*v12.Commitment {
 		return x.Commitments
 	}
 	return nil
+}
+
+func (x *ListCommitmentsResponse) GetNextAfterCapabilityId() string {
+	if x != nil {
+		return x.NextAfterCapabilityId
+	}
+	return ""
 }
 
 // ListEntriesRequest pages through the log.
@@ -2195,11 +2225,15 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x12\n" +
 	"\x04note\x18\x03 \x01(\tR\x04note\"O\n" +
 	"\x16DecideApprovalResponse\x125\n" +
-	"\bapproval\x18\x01 \x01(\v2\x19.ambit.kernel.v1.ApprovalR\bapproval\"1\n" +
-	"\x16ListCommitmentsRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"W\n" +
+	"\bapproval\x18\x01 \x01(\v2\x19.ambit.kernel.v1.ApprovalR\bapproval\"\x97\x01\n" +
+	"\x16ListCommitmentsRequest\x12!\n" +
+	"\atask_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x06taskId\x128\n" +
+	"\x13after_capability_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x11afterCapabilityId\x12 \n" +
+	"\x05limit\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x05limit\"\x90\x01\n" +
 	"\x17ListCommitmentsResponse\x12<\n" +
-	"\vcommitments\x18\x01 \x03(\v2\x1a.ambit.agent.v1.CommitmentR\vcommitments\"G\n" +
+	"\vcommitments\x18\x01 \x03(\v2\x1a.ambit.agent.v1.CommitmentR\vcommitments\x127\n" +
+	"\x18next_after_capability_id\x18\x02 \x01(\tR\x15nextAfterCapabilityId\"G\n" +
 	"\x12ListEntriesRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"G\n" +

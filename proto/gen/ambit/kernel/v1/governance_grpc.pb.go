@@ -78,7 +78,8 @@ type GovernanceServiceClient interface {
 	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
 	DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error)
-	// ListCommitments lists a task's commitments.
+	// ListCommitments lists commitments, of one task or of every task, a page
+	// at a time.
 	ListCommitments(ctx context.Context, in *ListCommitmentsRequest, opts ...grpc.CallOption) (*ListCommitmentsResponse, error)
 	// ListEntries pages through the tamper-evident log.
 	ListEntries(ctx context.Context, in *ListEntriesRequest, opts ...grpc.CallOption) (*ListEntriesResponse, error)
@@ -319,7 +320,8 @@ type GovernanceServiceServer interface {
 	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
 	DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error)
-	// ListCommitments lists a task's commitments.
+	// ListCommitments lists commitments, of one task or of every task, a page
+	// at a time.
 	ListCommitments(context.Context, *ListCommitmentsRequest) (*ListCommitmentsResponse, error)
 	// ListEntries pages through the tamper-evident log.
 	ListEntries(context.Context, *ListEntriesRequest) (*ListEntriesResponse, error)

@@ -161,16 +161,22 @@ class ListApprovalsResponse(_message.Message):
     def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ...) -> None: ...
 
 class ListCommitmentsRequest(_message.Message):
-    __slots__ = ["task_id"]
+    __slots__ = ["after_capability_id", "limit", "task_id"]
+    AFTER_CAPABILITY_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    after_capability_id: str
+    limit: int
     task_id: str
-    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., after_capability_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ListCommitmentsResponse(_message.Message):
-    __slots__ = ["commitments"]
+    __slots__ = ["commitments", "next_after_capability_id"]
     COMMITMENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_CAPABILITY_ID_FIELD_NUMBER: _ClassVar[int]
     commitments: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Commitment]
-    def __init__(self, commitments: _Optional[_Iterable[_Union[_agent_pb2.Commitment, _Mapping]]] = ...) -> None: ...
+    next_after_capability_id: str
+    def __init__(self, commitments: _Optional[_Iterable[_Union[_agent_pb2.Commitment, _Mapping]]] = ..., next_after_capability_id: _Optional[str] = ...) -> None: ...
 
 class ListEntriesRequest(_message.Message):
     __slots__ = ["after_seq", "limit"]

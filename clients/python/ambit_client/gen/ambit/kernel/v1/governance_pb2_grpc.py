@@ -193,7 +193,8 @@ class GovernanceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListCommitments(self, request, context):
-        """ListCommitments lists a task's commitments.
+        """ListCommitments lists commitments, of one task or of every task, a page
+        at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
