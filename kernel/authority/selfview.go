@@ -185,7 +185,7 @@ func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.
 		}
 	}
 	if omitted > 0 {
-		out = append(out, fmt.Sprintf("%d older closed commitments are not described: a view describes %d at most", omitted, MaxListedCommitments))
+		out = append(out, fmt.Sprintf("commitments not described: %d of %d (a view describes %d at most: the open ones, then the newest)", omitted, len(caps)+omitted, MaxListedCommitments))
 	}
 	approvals, err := tx.OpenApprovals("", taskID)
 	if err != nil {

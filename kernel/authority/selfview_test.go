@@ -220,7 +220,7 @@ func TestSelfViewBoundsCommitments(t *testing.T) {
 			t.Errorf("the commitment left out is described: %q", u)
 		}
 	}
-	if described != authority.MaxListedCommitments || !slices.Contains(v.GetUncertainty(), "1 older closed commitments are not described: a view describes 1000 at most") {
+	if described != authority.MaxListedCommitments || !slices.Contains(v.GetUncertainty(), "commitments not described: 1 of 1001 (a view describes 1000 at most: the open ones, then the newest)") {
 		t.Errorf("%d commitments described, and no line for the one left out in %d lines", described, len(v.GetUncertainty()))
 	}
 }
