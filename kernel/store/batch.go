@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // batchSQL is how the updates of a group commit reach SQL. An update's
@@ -75,9 +77,12 @@ func (t *txn) enter() error {
 // 18 columns bind 1,152 parameters, far below SQLite's limit.
 const capabilitiesPerInsert = 64
 
+// capabilityColumnCount is the number of capabilityColumns.
+var capabilityColumnCount = strings.Count(capabilityColumns, ",") + 1
+
 // insertCapabilitiesQuery[n] inserts n capability rows.
 var insertCapabilitiesQuery = func() (q [capabilitiesPerInsert + 1]string) {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", strings.Count(capabilityColumns, ",")+1), ", ") + ")"
+	row := "(" + sqldb.Placeholders(capabilityColumnCount) + ")"
 	for n := 1; n <= capabilitiesPerInsert; n++ {
 		q[n] = `INSERT INTO capabilities (` + capabilityColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 	}
@@ -89,7 +94,7 @@ var insertCapabilitiesQuery = func() (q [capabilitiesPerInsert + 1]string) {
 func insertCapabilities(t *txn, cs []Capability) error {
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)
-		args := make([]any, 0, 18*n)
+		args := make([]any, 0, capabilityColumnCount*n)
 		for _, c := range cs[:n] {
 			args = append(args, c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
 				c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
