@@ -327,22 +327,12 @@ type CommitmentQuery struct {
 // identifiers' order, which is the order of issue, and the identifier to
 // continue after (empty on the last page).
 func (k *Kernel) Commitments(ctx context.Context, q CommitmentQuery) (out []*agentv1.Commitment, next string, err error) {
-	if q.Limit < 1 {
-		return nil, "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
-	}
-	var caps []store.Capability
 	now := k.clock()
-	err = k.store.View(ctx, func(tx store.Tx) error {
-		// One more than the page: whether more follow.
-		caps, err = tx.CapabilitiesAfter(q.TaskID, q.After, q.Limit+1)
-		return err
-	})
+	caps, next, err := readPage(ctx, k, q.Limit, func(tx store.Tx, n int) ([]store.Capability, error) {
+		return tx.CapabilitiesAfter(q.TaskID, q.After, n)
+	}, func(c store.Capability) string { return c.CapabilityID })
 	if err != nil {
 		return nil, "", err
-	}
-	if len(caps) > q.Limit {
-		caps = caps[:q.Limit]
-		next = caps[len(caps)-1].CapabilityID
 	}
 	out = make([]*agentv1.Commitment, 0, len(caps))
 	for _, c := range caps {

@@ -26,20 +26,12 @@ type TaskQuery struct {
 // with its contract item, its agent and the contract's class now. next is
 // the last task of the page when more follow, else empty.
 func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task, next string, err error) {
-	if q.Limit < 1 {
-		return nil, "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
-	}
-	var rows []store.BoundTask
-	err = k.store.View(ctx, func(tx store.Tx) error {
-		// One more than the page: whether more follow.
-		rows, err = tx.Tasks(q.After, q.Agent, q.ItemID, q.Limit+1)
-		return err
-	})
+	rows, next, err := readPage(ctx, k, q.Limit, func(tx store.Tx, n int) ([]store.BoundTask, error) {
+		return tx.Tasks(q.After, q.Agent, q.ItemID, n)
+	}, func(r store.BoundTask) string { return r.TaskID })
 	if err != nil {
 		return nil, "", err
 	}
-	more := len(rows) > q.Limit
-	rows = rows[:min(len(rows), q.Limit)]
 	for _, r := range rows {
 		// A task is only ever bound to a contract item of the ledger.
 		c, ok := k.ledger.item(r.ItemID)
@@ -49,10 +41,28 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 		// A compacted contract is loaded once a task of it is listed.
 		tasks = append(tasks, taskProto(r.TaskID, r.Task, k.ledger.filled(c)))
 	}
-	if more {
-		next = rows[len(rows)-1].TaskID
-	}
 	return tasks, next, nil
+}
+
+// readPage reads one page of at most limit rows with read, which it asks
+// for one row more to learn whether more follow; next is the key of the
+// page's last row then, else empty.
+func readPage[T any](ctx context.Context, k *Kernel, limit int, read func(tx store.Tx, n int) ([]T, error), key func(T) string) (page []T, next string, err error) {
+	if limit < 1 {
+		return nil, "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", limit)
+	}
+	err = k.store.View(ctx, func(tx store.Tx) error {
+		page, err = read(tx, limit+1)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(page) > limit {
+		page = page[:limit]
+		next = key(page[limit-1])
+	}
+	return page, next, nil
 }
 
 func taskProto(id string, b store.Task, c canon.Classified) *kernelv1.Task {

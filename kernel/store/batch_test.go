@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +186,14 @@ func bound(t *testing.T, s *Store, task string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
+}
+
+// TestCapabilityInsertedOnlyInAnUpdate: a read transaction refuses to
+// insert a capability rather than drop its row.
+func TestCapabilityInsertedOnlyInAnUpdate(t *testing.T) {
+	s := openFresh(t)
+	err := s.View(context.Background(), func(tx Tx) error { return tx.InsertCapability(batchCapability("cap-a")) })
+	if err == nil || !strings.Contains(err.Error(), "outside an update") {
+		t.Errorf("InsertCapability in a view = %v, want it refused", err)
+	}
 }

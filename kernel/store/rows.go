@@ -267,15 +267,14 @@ func scanCapability(row interface{ Scan(...any) error }) (Capability, error) {
 	return c, err
 }
 
-// InsertCapability records an issued capability. In a group commit its
-// row is stored with the other updates' (see batchSQL), before any later
+// InsertCapability records an issued capability. Its row is stored with
+// the other updates' of its group commit (see batchSQL), before any later
 // statement runs.
 func (t *txn) InsertCapability(c Capability) error {
-	if t.sql != nil {
-		t.deferred = append(t.deferred, c)
-	} else if err := insertCapabilities(t, []Capability{c}); err != nil {
-		return err
+	if t.sql == nil {
+		return fmt.Errorf("capability %q: inserted outside an update", c.CapabilityID)
 	}
+	t.deferred = append(t.deferred, c)
 	t.outstanding(c)
 	if capability.Counts(c.Status) {
 		return t.use(c, 1)
