@@ -22,4 +22,10 @@ def test_readme_python_snippet_runs(stack, bind):
     run = subprocess.run([sys.executable, "-c", snippet()], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    assert lines == ["['ALL_APERTURES_SATISFIED']", "True True", "VERIFIED", "ERROR_REASON_FIELDS_OUTSIDE_GRANT"], run.stdout
+    assert lines == [
+        "['ALL_APERTURES_SATISFIED']",
+        "True True",
+        "VERIFIED",
+        "['COMMITMENT_STATUS_VERIFIED'] 0",
+        "ERROR_REASON_FIELDS_OUTSIDE_GRANT",
+    ], run.stdout
