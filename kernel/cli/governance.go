@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/money"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -255,7 +257,7 @@ func tasksCmd(env *Env) *cobra.Command {
 			return err
 		}
 		if next := resp.GetNextAfterTaskId(); next != "" {
-			_, err = fmt.Fprintf(env.Stdout, "more: ambitctl tasks --after %s\n", next)
+			_, err = fmt.Fprintf(env.Stdout, "more: %s\n", nextPage(cmd, next))
 		}
 		return err
 	}
@@ -305,11 +307,7 @@ func commitmentsCmd(env *Env) *cobra.Command {
 			return err
 		}
 		if next := resp.GetNextAfterCapabilityId(); next != "" {
-			more := "ambitctl commitments --after " + next
-			if *task != "" {
-				more += " --task " + *task
-			}
-			_, err = fmt.Fprintf(env.Stdout, "more: %s\n", more)
+			_, err = fmt.Fprintf(env.Stdout, "more: %s\n", nextPage(cmd, next))
 		}
 		return err
 	}
@@ -376,7 +374,7 @@ func receiptsCmd(env *Env) *cobra.Command {
 			return err
 		}
 		if more {
-			_, err = fmt.Fprintf(env.Stdout, "more: ambitctl receipts --after %d\n", entries[len(entries)-1].GetSeq())
+			_, err = fmt.Fprintf(env.Stdout, "more: %s\n", nextPage(cmd, strconv.FormatInt(entries[len(entries)-1].GetSeq(), 10)))
 		}
 		return err
 	}
@@ -429,6 +427,34 @@ func dash(s string) string {
 
 // table starts a table with its header; the caller writes tab-separated
 // rows and flushes.
+// nextPage is the command line that prints the page after this one: the
+// same command with every flag the user set (its filters, its limit, the
+// kernel it asked), starting after the key given.
+func nextPage(cmd *cobra.Command, after string) string {
+	line := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch value := f.Value.String(); {
+		case f.Name == "after":
+		case f.Value.Type() == "bool":
+			line = append(line, "--"+f.Name+"="+value)
+		default:
+			if s, ok := f.Value.(pflag.SliceValue); ok {
+				value = strings.Join(s.GetSlice(), ",")
+			}
+			line = append(line, "--"+f.Name, shellQuote(value))
+		}
+	})
+	return strings.Join(append(line, "--after", shellQuote(after)), " ")
+}
+
+// shellQuote quotes a word for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@=+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func table(w io.Writer, header ...string) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))

@@ -110,12 +110,15 @@ func TestGovernanceCommands(t *testing.T) {
 	record("contract", "bind", "CTR-refund-2", "--task", "refund-2", "--agent", "agent-b")
 	record("tasks")
 	record("tasks", "--agent", "agent-b")
-	record("tasks", "--limit", "1")
+	// A page's "more:" line is the same query, with its filters and its
+	// limit, from where the page ended: followed, it prints the rest.
+	record(more(t, record("tasks", "--limit", "1", "--format", "text"))...)
 	record("commitments")
 	allow(t, root, addrs, "refund-1")
 	record("commitments", "--task", "refund-1")
 	record("receipts", "--kind", "task.bind,capability", "--kind", "decision")
-	record("receipts", "--after", "2", "--limit", "2")
+	record(more(t, record("receipts", "--after", "2", "--limit", "2"))...)
+	record(more(t, record("receipts", "--kind", "task.bind", "--limit", "1"))...)
 	golden(t, "governance.txt", transcript.String())
 
 	jsonOut := step(t, "tasks", "--format", "json")
@@ -143,6 +146,16 @@ func TestGovernanceCommands(t *testing.T) {
 	if out := step(t, "tasks", "--contract", "CTR-refund-2"); !strings.Contains(out, "CANONICAL") {
 		t.Errorf("tasks after the promotion:\n%s", out)
 	}
+}
+
+// more returns the arguments of the "more:" line that ends out.
+func more(t *testing.T, out string) []string {
+	t.Helper()
+	_, line, ok := strings.Cut(out, "more: ambitctl ")
+	if !ok {
+		t.Fatalf("no more: line in\n%s", out)
+	}
+	return strings.Fields(line)
 }
 
 // allow makes one ALLOW decision for task, as the evidence adapter and the
