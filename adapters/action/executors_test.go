@@ -44,6 +44,10 @@ func TestHTTPRetrySendsTheSameKey(t *testing.T) {
 		want   refusal
 	}{
 		{status: http.StatusServiceUnavailable, want: unavailable},
+		// A target that asks to be sent the request again later has not
+		// refused it.
+		{status: http.StatusTooManyRequests, want: unavailable},
+		{status: http.StatusRequestTimeout, want: unavailable},
 		{status: http.StatusConflict, want: refused},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
