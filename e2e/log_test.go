@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // checkpointDir is the kernel's default checkpoint directory.
@@ -297,6 +299,37 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 		t.Errorf("a page of 1001: %v, want InvalidArgument", err)
 	}
 	proposeItems(t, st, "verify-item", 4)
+	// The ledger's items, three to a page, now and replayed to now: the
+	// same items, each once, in the order first recorded.
+	walk := func(at *timestamppb.Timestamp) []string {
+		var ids []string
+		req := &kernelv1.ListItemsRequest{At: at, Limit: 3}
+		for {
+			page, err := st.Gov.ListItems(ctx, req)
+			if err != nil || len(page.GetItems()) > 3 {
+				t.Fatalf("items after %q: %v, %v", req.AfterItemId, page, err)
+			}
+			for _, it := range page.GetItems() {
+				ids = append(ids, it.GetItem().GetCanonItemId())
+			}
+			if req.AfterItemId = page.GetNextAfterItemId(); req.AfterItemId == "" {
+				return ids
+			}
+		}
+	}
+	now := walk(nil)
+	if n := len(now); n < 5 || !slices.Equal(now[n-4:], []string{"verify-item-0", "verify-item-1", "verify-item-2", "verify-item-3"}) ||
+		len(slices.Compact(slices.Sorted(slices.Values(now)))) != n {
+		t.Errorf("items now, by pages of three: %v", now)
+	}
+	if replayed := walk(timestamppb.Now()); !slices.Equal(replayed, now) {
+		t.Errorf("items replayed to now, by pages of three: %v, want %v", replayed, now)
+	}
+	for _, req := range []*kernelv1.ListItemsRequest{{Limit: 1001}, {AfterItemId: "no-such-item"}, {At: timestamppb.New(time.Unix(0, 0)), AfterItemId: now[0]}} {
+		if _, err := st.Gov.ListItems(ctx, req); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("ListItems(%v): %v, want InvalidArgument", req, err)
+		}
+	}
 	if err := st.Stop(); err != nil {
 		t.Fatal(err)
 	}

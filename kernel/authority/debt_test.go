@@ -85,7 +85,7 @@ func TestWideningNeedsDebtRecord(t *testing.T) {
 	}
 
 	classes := func(at time.Time) map[string]ledgerv1.CanonClass {
-		items, _, err := w.k.Items(w.ctx, at)
+		items, _, err := allItems(w.ctx, w.k, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestWideningNeedsDebtRecord(t *testing.T) {
 	}
 
 	// A restart replays the journal, debt rule included, to the same ledger.
-	before, _, err := w.k.Items(w.ctx, time.Time{})
+	before, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestWideningNeedsDebtRecord(t *testing.T) {
 	}
 	w.st = w.openStore()
 	w.k = w.newKernel(w.st)
-	after, _, err := w.k.Items(w.ctx, time.Time{})
+	after, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

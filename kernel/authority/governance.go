@@ -177,30 +177,55 @@ func (k *Kernel) transition(ctx context.Context, id string, then func(store.Tx, 
 	return c, nil
 }
 
-// Items lists every canon item with its class now (at zero) or as the
-// ledger stood at a past instant, and the root hash of the journal it was
-// read from.
-func (k *Kernel) Items(ctx context.Context, at time.Time) ([]canon.Classified, string, error) {
-	head, err := k.store.Head(ctx)
-	if err != nil {
-		return nil, "", err
+// ItemQuery selects a page of canon items.
+type ItemQuery struct {
+	// At, when set, is the past instant the ledger is replayed to; zero is
+	// now.
+	At time.Time
+	// After keeps the items first recorded after this one, which must be
+	// an item of the ledger (at At).
+	After string
+	// Limit bounds the page; it is at least 1.
+	Limit int
+}
+
+// Items lists a page of canon items in the order first recorded, each
+// with its class now or as the ledger stood at q.At, and the root hash of
+// the journal it was read from. next is the last item's identifier when
+// more follow, else empty. Only the page's contracts are read in full, and
+// classified when the ledger is replayed.
+func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classified, head, next string, err error) {
+	if q.Limit < 1 {
+		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
 	}
-	if at.IsZero() {
-		all := k.ledger.all()
-		for i, c := range all {
-			all[i] = k.ledger.filled(c)
+	h, err := k.store.Head(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	var more, ok bool
+	if q.At.IsZero() {
+		page, more, ok = k.ledger.page(q.After, q.Limit)
+		for i, c := range page {
+			page[i] = k.ledger.filled(c)
 		}
-		return all, head.String(), nil
+	} else {
+		entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
+		if err != nil {
+			return nil, "", "", err
+		}
+		st, err := foldLedger(entries, q.At, k.auth)
+		if err != nil {
+			return nil, "", "", err
+		}
+		page, more, ok = canon.ClassifyPage(st, k.auth, q.After, q.Limit)
 	}
-	entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
-	if err != nil {
-		return nil, "", err
+	if !ok {
+		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "after_item_id %q is not an item of the ledger at the instant asked", q.After)
 	}
-	st, err := foldLedger(entries, at, k.auth)
-	if err != nil {
-		return nil, "", err
+	if more {
+		next = page[len(page)-1].Item.GetCanonItemId()
 	}
-	return canon.ClassifyAll(st, k.auth), head.String(), nil
+	return page, h.String(), next, nil
 }
 
 // BindTask binds a task to a contract item and the one agent that acts on

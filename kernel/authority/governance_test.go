@@ -158,7 +158,7 @@ func TestSupersedeItem(t *testing.T) {
 	}
 
 	// Replaying to before the supersession shows the old item canonical.
-	past, head, err := w.k.Items(w.ctx, beforeSupersession)
+	past, head, err := allItems(w.ctx, w.k, beforeSupersession)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestSupersedeItem(t *testing.T) {
 	if want := rootOf(w.entries()); head != want {
 		t.Errorf("Items head = %q, want the journal's root %q", head, want)
 	}
-	beforeAll, _, err := w.k.Items(w.ctx, start.Add(-time.Hour))
+	beforeAll, _, err := allItems(w.ctx, w.k, start.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestRestartReplaysLedger(t *testing.T) {
 	if _, err := w.k.DeriveHandoff(w.ctx, owner, "CTR-"+task, "CTR-child", nil, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	before, _, err := w.k.Items(w.ctx, time.Time{})
+	before, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestRestartReplaysLedger(t *testing.T) {
 
 	w.st = w.openStore()
 	w.k = w.newKernel(w.st)
-	after, _, err := w.k.Items(w.ctx, time.Time{})
+	after, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestDeriveHandoffBindsInOneCommit(t *testing.T) {
 	before := len(w.entries())
 	_, err := w.k.DeriveHandoff(w.ctx, owner, parent.Item.GetCanonItemId(), "CTR-orphan", filter, "child-task", "")
 	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
-	items, _, err := w.k.Items(w.ctx, time.Time{})
+	items, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,4 +424,26 @@ func TestCommitmentsRefuseAnEmptyPage(t *testing.T) {
 	w := newWorld(t)
 	_, _, err := w.k.Commitments(w.ctx, authority.CommitmentQuery{})
 	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
+}
+
+// TestItemsRefuseBadPages: an empty page, and a page after an item the
+// ledger does not hold (now, or at an instant before it was proposed),
+// are refused.
+func TestItemsRefuseBadPages(t *testing.T) {
+	w := newWorld(t)
+	before := w.clock.Now()
+	w.clock.Advance(time.Minute)
+	w.propose(contractItem("CTR-late", coupledContract(t, "task-late")))
+	for _, q := range []authority.ItemQuery{
+		{},
+		{After: "CTR-none", Limit: 10},
+		{At: before, After: "CTR-late", Limit: 10},
+	} {
+		_, _, _, err := w.k.Items(w.ctx, q)
+		wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
+	}
+	page, _, next, err := w.k.Items(w.ctx, authority.ItemQuery{After: "CTR-late", Limit: 10})
+	if err != nil || len(page) != 0 || next != "" {
+		t.Errorf("page after the last item = %v, next %q, %v; want an empty last page", page, next, err)
+	}
 }

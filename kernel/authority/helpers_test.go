@@ -223,7 +223,7 @@ func (w *world) bind(taskID, itemID string) canon.Classified {
 // item returns a ledger item as it now stands.
 func (w *world) item(id string) canon.Classified {
 	w.t.Helper()
-	items, _, err := w.k.Items(w.ctx, time.Time{})
+	items, _, err := allItems(w.ctx, w.k, time.Time{})
 	if err != nil {
 		w.t.Fatalf("Items: %v", err)
 	}
@@ -507,6 +507,24 @@ func (w *world) changed(taskID, version string) authority.Recorded {
 
 // allCommitments lists a task's commitments (every task's for ""), two to
 // a page, so that every listing also walks the pages.
+// allItems walks the ledger's items now (at zero) or at a past instant in
+// pages of two, and returns them with the head of the last page.
+func allItems(ctx context.Context, k *authority.Kernel, at time.Time) ([]canon.Classified, string, error) {
+	var all []canon.Classified
+	q := authority.ItemQuery{At: at, Limit: 2}
+	for {
+		page, head, next, err := k.Items(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all, head, nil
+		}
+		q.After = next
+	}
+}
+
 func allCommitments(ctx context.Context, k *authority.Kernel, taskID string) ([]*agentv1.Commitment, error) {
 	var all []*agentv1.Commitment
 	q := authority.CommitmentQuery{TaskID: taskID, Limit: 2}

@@ -330,10 +330,12 @@ func (l *ledger) item(id string) (canon.Classified, bool) {
 }
 
 // all returns every item in first-recorded order.
-func (l *ledger) all() []canon.Classified {
+// page returns a page of the items as last published (see
+// [canon.Classes.Page]).
+func (l *ledger) page(after string, limit int) ([]canon.Classified, bool, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.classes.All()
+	return l.classes.Page(after, limit)
 }
 
 // requests returns the boundary-change requests with provenance ref, with

@@ -57,11 +57,11 @@ func snapshotWorld(t *testing.T) *world {
 // classifies it.
 func items(t *testing.T, w *world, k *authority.Kernel) (now, replayed []canon.Classified) {
 	t.Helper()
-	now, _, err := k.Items(w.ctx, time.Time{})
+	now, _, err := allItems(w.ctx, k, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed, _, err = k.Items(w.ctx, w.clock.Now().Add(time.Hour))
+	replayed, _, err = allItems(w.ctx, k, w.clock.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,15 @@ type Classes struct {
 	state *State
 	// seen is how many of the state's transitions are classified.
 	seen  int
-	byID  map[string]Classified
+	byID  map[string]classEntry
 	order []string
+}
+
+// classEntry is an item's class and its place in the order first
+// recorded, so that a page of items can begin after any one of them.
+type classEntry struct {
+	Classified
+	seq int
 }
 
 // NewClasses classifies every item of s.
@@ -62,9 +69,9 @@ func (c *Classes) reset(s *State) {
 		}()
 	}
 	wg.Wait()
-	c.byID = make(map[string]Classified, len(s.order))
+	c.byID = make(map[string]classEntry, len(s.order))
 	for i, id := range s.order {
-		c.byID[id] = Classified{Item: s.records[id].item, Result: results[i]}
+		c.byID[id] = classEntry{Classified{Item: s.records[id].item, Result: results[i]}, i}
 	}
 }
 
@@ -98,6 +105,10 @@ func (c *Classes) Update(s *State) {
 		}
 	}
 	c.seen = len(s.log)
+	fresh := make(map[string]int, len(s.order)-len(c.order))
+	for i := len(c.order); i < len(s.order); i++ {
+		fresh[s.order[i]] = i
+	}
 	c.order = append(c.order, s.order[len(c.order):]...)
 
 	// One classifier for the whole update: each result it computes is
@@ -115,7 +126,10 @@ func (c *Classes) Update(s *State) {
 		done[id] = true
 		res := cl.classify(id)
 		prev, had := c.byID[id]
-		c.byID[id] = Classified{Item: r.item, Result: res}
+		if !had {
+			prev.seq = fresh[id]
+		}
+		c.byID[id] = classEntry{Classified{Item: r.item, Result: res}, prev.seq}
 		if had && prev.Class == res.Class {
 			continue
 		}
@@ -129,17 +143,44 @@ func (c *Classes) Update(s *State) {
 // Get returns an item and its class.
 func (c *Classes) Get(id string) (Classified, bool) {
 	v, ok := c.byID[id]
-	return v, ok
+	return v.Classified, ok
 }
 
 // Len is the number of items.
 func (c *Classes) Len() int { return len(c.order) }
 
+// Page returns at most limit items with their classes, in the order first
+// recorded, beginning after the item after ("" from the first), and
+// whether more follow. ok is false when after is not an item.
+func (c *Classes) Page(after string, limit int) (page []Classified, more, ok bool) {
+	from := 0
+	if after != "" {
+		e, found := c.byID[after]
+		if !found {
+			return nil, false, false
+		}
+		from = e.seq + 1
+	}
+	ids, more := span(c.order, from, limit)
+	page = make([]Classified, len(ids))
+	for i, id := range ids {
+		page[i] = c.byID[id].Classified
+	}
+	return page, more, true
+}
+
+// span is at most limit identifiers of order from position from, and
+// whether more follow.
+func span(order []string, from, limit int) ([]string, bool) {
+	to := min(from+limit, len(order))
+	return order[from:to], to < len(order)
+}
+
 // All returns every item with its class, in the order first recorded.
 func (c *Classes) All() []Classified {
 	out := make([]Classified, len(c.order))
 	for i, id := range c.order {
-		out[i] = c.byID[id]
+		out[i] = c.byID[id].Classified
 	}
 	return out
 }

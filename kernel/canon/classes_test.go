@@ -39,6 +39,37 @@ func sameAsClassifyAll(t interface {
 			t.Fatalf("after %s, Get(%q) = %v, %v", after, id, c.Item, ok)
 		}
 	}
+	// Pages, of the classes and of a fresh classification, walked from
+	// the first: every item once, in order, as classified in full.
+	for _, walk := range []struct {
+		name string
+		page func(after string) ([]canon.Classified, bool, bool)
+	}{
+		{"Classes.Page(3)", func(a string) ([]canon.Classified, bool, bool) { return cls.Page(a, 3) }},
+		{"ClassifyPage(2)", func(a string) ([]canon.Classified, bool, bool) { return canon.ClassifyPage(s, auth, a, 2) }},
+	} {
+		var got []canon.Classified
+		for next, more := "", true; more; {
+			page, m, ok := walk.page(next)
+			if !ok || len(page) == 0 && m {
+				t.Fatalf("after %s, %s after %q: %d items, more %v, ok %v", after, walk.name, next, len(page), m, ok)
+			}
+			got, more = append(got, page...), m
+			if len(page) > 0 {
+				next = page[len(page)-1].Item.GetCanonItemId()
+			}
+		}
+		same := len(full) == len(got)
+		for i := 0; same && i < len(full); i++ {
+			same = full[i].Class == got[i].Class && slices.Equal(full[i].Reasons, got[i].Reasons) && proto.Equal(full[i].Item, got[i].Item)
+		}
+		if !same {
+			t.Fatalf("after %s, %s walked differs from ClassifyAll (-full +paged):\n%s", after, walk.name, cmp.Diff(full, got, protocmp.Transform()))
+		}
+		if _, _, ok := walk.page("no-such-item"); ok {
+			t.Fatalf("after %s, %s after an unknown item is ok", after, walk.name)
+		}
+	}
 }
 
 // TestClassesFollowFixtures updates the classes after every transition of

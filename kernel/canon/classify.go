@@ -2,6 +2,7 @@ package canon
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,6 +62,26 @@ func ClassifyAll(s *State, auth Authorities) []Classified {
 		out = append(out, Classified{Item: proto.CloneOf(s.records[id].item), Result: c.classify(id)})
 	}
 	return out
+}
+
+// ClassifyPage classifies a page of the items of s, as [Classes.Page]
+// does: an item reached from the page is classified as ClassifyAll would.
+func ClassifyPage(s *State, auth Authorities, after string, limit int) (page []Classified, more, ok bool) {
+	from := 0
+	if after != "" {
+		i := slices.Index(s.order, after)
+		if i < 0 {
+			return nil, false, false
+		}
+		from = i + 1
+	}
+	ids, more := span(s.order, from, limit)
+	c := classifier{s: s, auth: auth, memo: map[string]Result{}}
+	page = make([]Classified, len(ids))
+	for i, id := range ids {
+		page[i] = Classified{Item: proto.CloneOf(s.records[id].item), Result: c.classify(id)}
+	}
+	return page, more, true
 }
 
 type classifier struct {

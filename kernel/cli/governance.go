@@ -220,7 +220,7 @@ func tasksCmd(env *Env) *cobra.Command {
 	agent := cmd.Flags().String("agent", "", "only the tasks of this agent")
 	item := cmd.Flags().String("contract", "", "only the tasks bound to this contract item")
 	after := cmd.Flags().String("after", "", "start after this task (the next page)")
-	limit := cmd.Flags().Int32("limit", 100, "at most this many (at most 1000)")
+	limit := cmd.Flags().Int32("limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
 	format := cmd.Flags().String("format", "text", "output format: text or json")
 	formats(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -230,8 +230,8 @@ func tasksCmd(env *Env) *cobra.Command {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: tasks takes no arguments, got %q", ErrUsage, args)
 		}
-		if *limit < 1 || *limit > 1000 {
-			return fmt.Errorf("%w: --limit must be 1 to 1000, got %d", ErrUsage, *limit)
+		if *limit < 1 || *limit > maxPage {
+			return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, *limit)
 		}
 		var resp *kernelv1.ListTasksResponse
 		err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
@@ -270,7 +270,7 @@ func commitmentsCmd(env *Env) *cobra.Command {
 	g.register(cmd.Flags())
 	task := cmd.Flags().String("task", "", "only this task's commitments")
 	after := cmd.Flags().String("after", "", "start after this capability (the next page)")
-	limit := cmd.Flags().Int32("limit", 100, "at most this many (at most 1000)")
+	limit := cmd.Flags().Int32("limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
 	format := cmd.Flags().String("format", "text", "output format: text or json")
 	formats(cmd, "text", "json")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -280,8 +280,8 @@ func commitmentsCmd(env *Env) *cobra.Command {
 		if len(args) > 0 {
 			return fmt.Errorf("%w: commitments takes no arguments, got %q", ErrUsage, args)
 		}
-		if *limit < 1 || *limit > 1000 {
-			return fmt.Errorf("%w: --limit must be 1 to 1000, got %d", ErrUsage, *limit)
+		if *limit < 1 || *limit > maxPage {
+			return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, *limit)
 		}
 		var resp *kernelv1.ListCommitmentsResponse
 		err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
@@ -383,10 +383,12 @@ func receiptsCmd(env *Env) *cobra.Command {
 
 // pageEntries hands each journal entry after the given position to keep,
 // in order, a page at a time, until keep returns false or the journal ends.
+// maxPage is the most a listing of the governance API returns at once.
+const maxPage = 1000
+
 func pageEntries(ctx context.Context, c kernelv1.GovernanceServiceClient, after int64, keep func(*ledgerv1.Entry) bool) error {
-	const page = 1000 // the most ListEntries returns
 	for {
-		resp, err := c.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: after, Limit: page})
+		resp, err := c.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: after, Limit: maxPage})
 		if err != nil {
 			return err
 		}
@@ -396,7 +398,7 @@ func pageEntries(ctx context.Context, c kernelv1.GovernanceServiceClient, after 
 			}
 			after = e.GetSeq()
 		}
-		if len(resp.GetEntries()) < page {
+		if len(resp.GetEntries()) < maxPage {
 			return nil
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"io"
 	"os"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // read a stopped kernel's log
@@ -238,18 +239,30 @@ func runLedgerAt(ctx context.Context, env *Env, g *govFlags, args []string) erro
 	default:
 		return fmt.Errorf("%w: ledger at [TIME]", ErrUsage)
 	}
-	var resp *kernelv1.ListItemsResponse
-	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-		resp, err = c.ListItems(ctx, req)
-		return err
+	// Every item, a page at a time; the head printed is the last page's.
+	req.Limit = maxPage
+	var items []*ledgerv1.ClassifiedItem
+	var head string
+	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) error {
+		items, req.AfterItemId = nil, ""
+		for {
+			resp, err := c.ListItems(ctx, req)
+			if err != nil {
+				return err
+			}
+			items, head = append(items, resp.GetItems()...), resp.GetLedgerHead()
+			if req.AfterItemId = resp.GetNextAfterItemId(); req.AfterItemId == "" {
+				return nil
+			}
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("list items: %w", err)
 	}
-	for _, it := range resp.GetItems() {
+	for _, it := range items {
 		fmt.Fprintf(env.Stdout, "%-24s %-18s %-20s %s\n", it.GetItem().GetCanonItemId(), short(it.GetClass()),
 			strings.TrimPrefix(it.GetItem().GetKind().String(), "ITEM_KIND_"), strings.Join(it.GetReasons(), "; "))
 	}
-	fmt.Fprintf(env.Stdout, "ledger head %s\n", resp.GetLedgerHead())
+	fmt.Fprintf(env.Stdout, "ledger head %s\n", head)
 	return nil
 }

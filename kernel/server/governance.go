@@ -88,7 +88,8 @@ func (s *Governance) ResolveConflict(ctx context.Context, req *kernelv1.ResolveC
 	return &kernelv1.ResolveConflictResponse{Item: classified(c)}, nil
 }
 
-// ListItems lists items with their classes, now or at a past instant.
+// ListItems lists items with their classes, now or at a past instant, a
+// page at a time.
 func (s *Governance) ListItems(ctx context.Context, req *kernelv1.ListItemsRequest) (*kernelv1.ListItemsResponse, error) {
 	var at time.Time
 	if req.GetAt() != nil {
@@ -97,11 +98,11 @@ func (s *Governance) ListItems(ctx context.Context, req *kernelv1.ListItemsReque
 		}
 		at = req.GetAt().AsTime()
 	}
-	items, head, err := s.K.Items(ctx, at)
+	items, head, next, err := s.K.Items(ctx, authority.ItemQuery{At: at, After: req.GetAfterItemId(), Limit: pageLimit(req.GetLimit())})
 	if err != nil {
 		return nil, Status(err)
 	}
-	out := &kernelv1.ListItemsResponse{LedgerHead: head}
+	out := &kernelv1.ListItemsResponse{LedgerHead: head, NextAfterItemId: next}
 	for _, c := range items {
 		out.Items = append(out.Items, classified(c))
 	}

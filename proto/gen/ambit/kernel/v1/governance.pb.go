@@ -489,8 +489,16 @@ func (x *ResolveConflictResponse) GetItem() *v1.ClassifiedItem {
 // ListItemsRequest optionally asks for a past instant.
 type ListItemsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Replay the ledger up to this instant; unset means now.
-	At            *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// Replay the ledger up to this instant; unset means now. Each page of a
+	// past instant replays the ledger again: pass the same instant for
+	// every page.
+	At *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// Return the items first recorded after this one: the last
+	// canon_item_id of the previous page. It must be an item of the ledger
+	// (as it was at the instant asked).
+	AfterItemId string `protobuf:"bytes,2,opt,name=after_item_id,json=afterItemId,proto3" json:"after_item_id,omitempty"`
+	// At most this many (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -532,15 +540,34 @@ func (x *ListItemsRequest) GetAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// ListItemsResponse lists items with their classes.
+func (x *ListItemsRequest) GetAfterItemId() string {
+	if x != nil {
+		return x.AfterItemId
+	}
+	return ""
+}
+
+func (x *ListItemsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListItemsResponse is one page of items with their classes.
 type ListItemsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Every item, in first-recorded order.
+	// Items in the order first recorded.
 	Items []*v1.ClassifiedItem `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
-	// Hash of the log head the answer was computed from.
-	LedgerHead    string `protobuf:"bytes,2,opt,name=ledger_head,json=ledgerHead,proto3" json:"ledger_head,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Hash of the log head the page was computed from. Items are only ever
+	// added after the last, so the pages of a listing now hold every item
+	// once; classes may move between pages, each as of its page's head.
+	LedgerHead string `protobuf:"bytes,2,opt,name=ledger_head,json=ledgerHead,proto3" json:"ledger_head,omitempty"`
+	// The canon_item_id to pass as after_item_id for the next page; empty on
+	// the last page.
+	NextAfterItemId string `protobuf:"bytes,3,opt,name=next_after_item_id,json=nextAfterItemId,proto3" json:"next_after_item_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListItemsResponse) Reset() {
@@ -583,6 +610,13 @@ func (x *ListItemsResponse) GetItems() []*v1.ClassifiedItem {
 func (x *ListItemsResponse) GetLedgerHead() string {
 	if x != nil {
 		return x.LedgerHead
+	}
+	return ""
+}
+
+func (x *ListItemsResponse) GetNextAfterItemId() string {
+	if x != nil {
+		return x.NextAfterItemId
 	}
 	return ""
 }
@@ -2161,13 +2195,17 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\rcanon_item_id\x18\x01 \x01(\tR\vcanonItemId\x12\x12\n" +
 	"\x04note\x18\x02 \x01(\tR\x04note\"N\n" +
 	"\x17ResolveConflictResponse\x123\n" +
-	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\">\n" +
+	"\x04item\x18\x01 \x01(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x04item\"\x8e\x01\n" +
 	"\x10ListItemsRequest\x12*\n" +
-	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"k\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12,\n" +
+	"\rafter_item_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\vafterItemId\x12 \n" +
+	"\x05limit\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x05limit\"\x98\x01\n" +
 	"\x11ListItemsResponse\x125\n" +
 	"\x05items\x18\x01 \x03(\v2\x1f.ambit.ledger.v1.ClassifiedItemR\x05items\x12\x1f\n" +
 	"\vledger_head\x18\x02 \x01(\tR\n" +
-	"ledgerHead\"j\n" +
+	"ledgerHead\x12+\n" +
+	"\x12next_after_item_id\x18\x03 \x01(\tR\x0fnextAfterItemId\"j\n" +
 	"\x0fBindTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12(\n" +
 	"\x10contract_item_id\x18\x02 \x01(\tR\x0econtractItemId\x12\x14\n" +

@@ -60,8 +60,8 @@ type GovernanceServiceClient interface {
 	SupersedeItem(ctx context.Context, in *SupersedeItemRequest, opts ...grpc.CallOption) (*SupersedeItemResponse, error)
 	// ResolveConflict records an authorised owner's resolution of a conflict.
 	ResolveConflict(ctx context.Context, in *ResolveConflictRequest, opts ...grpc.CallOption) (*ResolveConflictResponse, error)
-	// ListItems lists every item with its computed class, now or as it was at
-	// a past instant.
+	// ListItems lists the items with their computed classes, now or as they
+	// were at a past instant, a page at a time in the order first recorded.
 	ListItems(ctx context.Context, in *ListItemsRequest, opts ...grpc.CallOption) (*ListItemsResponse, error)
 	// BindTask binds a task to a contract item. Only a CANONICAL contract
 	// yields ALLOW decisions.
@@ -302,8 +302,8 @@ type GovernanceServiceServer interface {
 	SupersedeItem(context.Context, *SupersedeItemRequest) (*SupersedeItemResponse, error)
 	// ResolveConflict records an authorised owner's resolution of a conflict.
 	ResolveConflict(context.Context, *ResolveConflictRequest) (*ResolveConflictResponse, error)
-	// ListItems lists every item with its computed class, now or as it was at
-	// a past instant.
+	// ListItems lists the items with their computed classes, now or as they
+	// were at a past instant, a page at a time in the order first recorded.
 	ListItems(context.Context, *ListItemsRequest) (*ListItemsResponse, error)
 	// BindTask binds a task to a contract item. Only a CANONICAL contract
 	// yields ALLOW decisions.

@@ -193,18 +193,24 @@ class ListEntriesResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[_ledger_pb2.Entry, _Mapping]]] = ...) -> None: ...
 
 class ListItemsRequest(_message.Message):
-    __slots__ = ["at"]
+    __slots__ = ["after_item_id", "at", "limit"]
+    AFTER_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after_item_id: str
     at: _timestamp_pb2.Timestamp
-    def __init__(self, at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    limit: int
+    def __init__(self, at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., after_item_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ListItemsResponse(_message.Message):
-    __slots__ = ["items", "ledger_head"]
+    __slots__ = ["items", "ledger_head", "next_after_item_id"]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     LEDGER_HEAD_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     items: _containers.RepeatedCompositeFieldContainer[_ledger_pb2.ClassifiedItem]
     ledger_head: str
-    def __init__(self, items: _Optional[_Iterable[_Union[_ledger_pb2.ClassifiedItem, _Mapping]]] = ..., ledger_head: _Optional[str] = ...) -> None: ...
+    next_after_item_id: str
+    def __init__(self, items: _Optional[_Iterable[_Union[_ledger_pb2.ClassifiedItem, _Mapping]]] = ..., ledger_head: _Optional[str] = ..., next_after_item_id: _Optional[str] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
     __slots__ = ["after_task_id", "agent", "contract_item_id", "limit"]

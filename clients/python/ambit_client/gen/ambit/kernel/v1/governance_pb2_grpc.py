@@ -145,8 +145,8 @@ class GovernanceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListItems(self, request, context):
-        """ListItems lists every item with its computed class, now or as it was at
-        a past instant.
+        """ListItems lists the items with their computed classes, now or as they
+        were at a past instant, a page at a time in the order first recorded.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
