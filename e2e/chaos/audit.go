@@ -87,6 +87,7 @@ var issuers = map[string]struct {
 	"capability": {devstack.Kernel, func() proto.Message { return &receiptv1.Capability{} }},
 	"evidence":   {devstack.Evidence, func() proto.Message { return &receiptv1.EvidenceReceipt{} }},
 	"effect":     {devstack.Action, func() proto.Message { return &receiptv1.EffectReceipt{} }},
+	"refusal":    {devstack.Action, func() proto.Message { return &receiptv1.RefusalReceipt{} }},
 	"readback":   {devstack.Verifier, func() proto.Message { return &receiptv1.ReadbackReceipt{} }},
 }
 

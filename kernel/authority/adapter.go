@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ambitkernel/ambit/kernel/capability"
 	"github.com/ambitkernel/ambit/kernel/store"
@@ -519,6 +520,87 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	k.log.Info("effect", zap.String("receipt", r.GetReceiptId()), zap.String("capability", r.GetCapabilityId()),
 		zap.String("task", r.GetTaskId()), zap.String("record_ref", r.GetRecordRef()))
 	return out, index, nil
+}
+
+// maxRefusalNote bounds the target's answer a refused commitment's note
+// keeps; the journal keeps the whole receipt.
+const maxRefusalNote = 512
+
+// RecordRefusal logs a signed refusal receipt: the target of a redeemed
+// capability's effect refused it and holds nothing of it. The commitment
+// closes as REFUSED and no longer counts against the task's grant, so the
+// agent may propose the effect again; the capability is not redeemed
+// again. Idempotent.
+func (k *Kernel) RecordRefusal(ctx context.Context, caller string, env *receiptv1.Envelope) (*agentv1.Commitment, uint64, error) {
+	var r receiptv1.RefusalReceipt
+	if err := k.act.Open(env, caller, &r); err != nil {
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "refusal receipt: %v", err)
+	}
+	if r.GetReceiptId() == "" {
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "refusal receipt has no receipt_id")
+	}
+	var out *agentv1.Commitment
+	var index uint64
+	err := k.store.Update(ctx, func(tx store.Tx) error {
+		now := k.clock()
+		row, err := issued(tx, r.GetCapabilityId())
+		if err != nil {
+			return err
+		}
+		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
+			return err
+		}
+		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || !sameCall(row, r.GetCall()) {
+			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "refusal receipt %s does not match the call capability %s binds", r.GetReceiptId(), row.CapabilityID)
+		}
+		step := capability.Next(row.Status, capability.TargetRefusal)
+		switch step.Result {
+		case capability.Refuse:
+			kind := ErrStale
+			if step.Refusal == "EFFECT_CONFLICT" {
+				kind = ErrExists
+			}
+			return refuse(kind, step.Refusal, "capability %s is %s; only a redeemed capability's effect can be refused", row.CapabilityID, row.Status)
+		case capability.Repeat:
+			if row.EffectReceiptID != r.GetReceiptId() {
+				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s was refused under %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
+			}
+			if index, err = tx.LogIndex("refusal", r.GetReceiptId()); err != nil {
+				return err
+			}
+		case capability.Move:
+			row.Status = step.To
+			row.EffectReceiptID = r.GetReceiptId()
+			row.Note = truncate("refused by the target: "+r.GetReason(), maxRefusalNote)
+			if err := tx.UpdateCapability(row); err != nil {
+				return err
+			}
+			if index, err = k.appendEnvelope(tx, now, "refusal", r.GetReceiptId(), env); err != nil {
+				return err
+			}
+		}
+		out = commitment(row, now)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	k.log.Info("refusal", zap.String("receipt", r.GetReceiptId()), zap.String("capability", r.GetCapabilityId()),
+		zap.String("task", r.GetTaskId()), zap.String("reason", r.GetReason()))
+	return out, index, nil
+}
+
+// truncate cuts s to at most n bytes, at a character's boundary, marking
+// the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // sameCall reports whether call is exactly the one a capability binds.

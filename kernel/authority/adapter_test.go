@@ -379,6 +379,82 @@ func TestRecordEffectOtherAction(t *testing.T) {
 	wantRefusal(t, err, authority.ErrInvalid, "RECEIPT_MISMATCH")
 }
 
+// TestRecordRefusal: a redeemed capability whose target refused its effect
+// closes as REFUSED, once, with the target's answer; it is not redeemed
+// again, takes no effect, and stops counting against the task's one
+// action, so that the agent may propose the effect again.
+func TestRecordRefusal(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = 1 })
+	d, c := w.allowed(task)
+	env, _ := w.read(task)
+	if got := verdictOf(w.submit(proposal(task, refund(1740, subject), env))); got.Outcome == "OUTCOME_ALLOW" {
+		t.Fatalf("a second refund while the first is outstanding = %+v, want it refused", got)
+	}
+
+	_, _, err := w.k.RecordRefusal(w.ctx, actionID, w.refusal(c, "eff-1", "402 Payment Required"))
+	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_NOT_REDEEMED")
+	w.redeemed(d.GetCapability(), c)
+	for _, tt := range []struct {
+		name   string
+		caller string
+		env    *receiptv1.Envelope
+		kind   error
+		reason string
+	}{
+		{"signed by the evidence adapter", actionID, w.sign(w.evidence, &receiptv1.RefusalReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId()}), authority.ErrInvalid, "RECEIPT_INVALID"},
+		{"an effect receipt", actionID, w.effect(c, "eff-1"), authority.ErrInvalid, "RECEIPT_INVALID"},
+		{"caller is not the signer", evidenceID, w.refusal(c, "eff-1", "no"), authority.ErrInvalid, "RECEIPT_INVALID"},
+		{"no receipt id", actionID, w.refusal(c, "", "no"), authority.ErrInvalid, "RECEIPT_INVALID"},
+		{"another call", actionID, w.sign(w.action, &receiptv1.RefusalReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(),
+			TaskId: task, IdempotencyKey: c.GetIdempotencyKey(), Call: refund(9999, subject)}), authority.ErrInvalid, "RECEIPT_MISMATCH"},
+		{"unknown capability", actionID, w.sign(w.action, &receiptv1.RefusalReceipt{ReceiptId: "eff-1", CapabilityId: "cap-nope"}), authority.ErrNotFound, "CAPABILITY_UNKNOWN"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := w.k.RecordRefusal(w.ctx, tt.caller, tt.env)
+			wantRefusal(t, err, tt.kind, tt.reason)
+		})
+	}
+
+	refused := w.refusal(c, "eff-1", "POST https://rail.example/pay answered 402 Payment Required")
+	got, index, err := w.k.RecordRefusal(w.ctx, actionID, refused)
+	if err != nil {
+		t.Fatalf("RecordRefusal: %v", err)
+	}
+	if got.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED || got.GetEffectReceiptId() != "eff-1" ||
+		got.GetNote() != "refused by the target: POST https://rail.example/pay answered 402 Payment Required" {
+		t.Errorf("commitment = %v, want REFUSED by eff-1 with the target's answer", got)
+	}
+	entries := w.entries()
+	if last := entries[len(entries)-1]; last.Kind != "refusal" || last.Ref != "eff-1" || uint64(last.Seq-1) != index {
+		t.Errorf("last journal entry %s %s at %d, want the refusal eff-1 at leaf %d", last.Kind, last.Ref, last.Seq, index)
+	}
+	if again, againIndex, err := w.k.RecordRefusal(w.ctx, actionID, refused); err != nil || againIndex != index || again.GetStatus() != got.GetStatus() {
+		t.Errorf("recording the same refusal again = %v at %d, %v; want the same answer", again, againIndex, err)
+	}
+	if n := len(w.entries()); n != len(entries) {
+		t.Errorf("recording the same refusal again journaled %d entries", n-len(entries))
+	}
+	_, _, err = w.k.RecordRefusal(w.ctx, actionID, w.refusal(c, "eff-2", "no"))
+	wantRefusal(t, err, authority.ErrExists, "EFFECT_CONFLICT")
+	_, err = w.k.Redeem(w.ctx, actionID, d.GetCapability(), c.GetIdempotencyKey(), agentName)
+	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_CLOSED")
+	_, _, err = w.k.RecordEffect(w.ctx, actionID, w.effect(c, "eff-1"))
+	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_CLOSED")
+
+	view, err := w.k.SelfView(w.ctx, agentName, task, []string{"commitments", "uncertainty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(view.GetUncertainty(), func(u string) bool { return strings.Contains(u, "was not carried out") }) {
+		t.Errorf("self-view uncertainty %q does not say the commitment was not carried out", view.GetUncertainty())
+	}
+	// Nothing happened under it: the task's one action is free again.
+	if again, _ := w.allowed(task); again.GetCapability() == nil {
+		t.Errorf("a refund proposed again after the refusal issued no capability")
+	}
+}
+
 func TestRecordReadback(t *testing.T) {
 	tests := []struct {
 		name   string

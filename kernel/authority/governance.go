@@ -379,4 +379,4 @@ func (k *Kernel) VerifyLog(ctx context.Context, trusted []journal.TreeHead) (jou
 
 // ReceiptKinds are the journal kinds whose body is a signed envelope, with
 // the receipt's identifier as the entry's ref.
-var ReceiptKinds = []string{"evidence", "decision", "capability", "effect", "readback"}
+var ReceiptKinds = []string{"evidence", "decision", "capability", "effect", "refusal", "readback"}

@@ -356,6 +356,15 @@ func (w *world) effect(c *receiptv1.Capability, id string) *receiptv1.Envelope {
 	})
 }
 
+// refusal is the action adapter's signed refusal receipt for a
+// capability.
+func (w *world) refusal(c *receiptv1.Capability, id, reason string) *receiptv1.Envelope {
+	return w.sign(w.action, &receiptv1.RefusalReceipt{
+		ReceiptId: id, CapabilityId: c.GetCapabilityId(), TaskId: c.GetTaskId(), IdempotencyKey: c.GetIdempotencyKey(),
+		Call: c.GetCall(), Reason: reason, RefusedAt: timestamppb.New(w.clock.Now()), Issuer: actionID,
+	})
+}
+
 // readback is the verifier's signed readback receipt.
 func (w *world) readback(c *receiptv1.Capability, id, effectID string, status receiptv1.ReadbackStatus, findings ...string) *receiptv1.Envelope {
 	return w.sign(w.verifier, &receiptv1.ReadbackReceipt{

@@ -180,6 +180,8 @@ func (k *Kernel) uncertainty(tx store.Tx, b *bound, taskID string, caps []store.
 			out = append(out, fmt.Sprintf("capability %s expired before it was used", c.CapabilityID))
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED:
 			out = append(out, fmt.Sprintf("commitment %s failed readback: %s", c.CapabilityID, c.Note))
+		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED:
+			out = append(out, fmt.Sprintf("commitment %s was not carried out (%s); it no longer counts", c.CapabilityID, c.Note))
 		case agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED, agentv1.CommitmentStatus_COMMITMENT_STATUS_EFFECTED:
 			out = append(out, fmt.Sprintf("commitment %s awaits %s", c.CapabilityID, map[bool]string{true: "its effect receipt", false: "readback"}[c.Status == agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED]))
 		}

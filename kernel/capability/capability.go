@@ -18,6 +18,7 @@ const (
 	Failed     = agentv1.CommitmentStatus_COMMITMENT_STATUS_FAILED
 	Revoked    = agentv1.CommitmentStatus_COMMITMENT_STATUS_REVOKED
 	Expired    = agentv1.CommitmentStatus_COMMITMENT_STATUS_EXPIRED
+	Refused    = agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED
 )
 
 // Event is something that happens to a capability.
@@ -36,6 +37,9 @@ const (
 	Revoke
 	// Expire: the capability outlived its expiry unredeemed.
 	Expire
+	// TargetRefusal: the action adapter records that the effect's target
+	// refused it and holds nothing of it.
+	TargetRefusal
 )
 
 func (e Event) String() string {
@@ -52,6 +56,8 @@ func (e Event) String() string {
 		return "revoke"
 	case Expire:
 		return "expire"
+	case TargetRefusal:
+		return "target refusal"
 	}
 	return "unknown"
 }
@@ -97,6 +103,7 @@ var table = map[key]Transition{
 	{Failed, Redeem}:     {To: Failed, Result: Refuse, Refusal: "CAPABILITY_CLOSED"},
 	{Revoked, Redeem}:    {To: Revoked, Result: Refuse, Refusal: "CAPABILITY_REVOKED"},
 	{Expired, Redeem}:    {To: Expired, Result: Refuse, Refusal: "CAPABILITY_EXPIRED"},
+	{Refused, Redeem}:    {To: Refused, Result: Refuse, Refusal: "CAPABILITY_CLOSED"},
 
 	{Redeemed, Effect}:   {To: Effected, Result: Move},
 	{Effected, Effect}:   {To: Effected, Result: Repeat},
@@ -105,6 +112,18 @@ var table = map[key]Transition{
 	{Authorised, Effect}: {To: Authorised, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
 	{Revoked, Effect}:    {To: Revoked, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
 	{Expired, Effect}:    {To: Expired, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
+	{Refused, Effect}:    {To: Refused, Result: Refuse, Refusal: "CAPABILITY_CLOSED"},
+
+	// Only a redeemed capability's target can have refused it, and not
+	// once an effect is recorded.
+	{Redeemed, TargetRefusal}:   {To: Refused, Result: Move},
+	{Refused, TargetRefusal}:    {To: Refused, Result: Repeat},
+	{Authorised, TargetRefusal}: {To: Authorised, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
+	{Revoked, TargetRefusal}:    {To: Revoked, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
+	{Expired, TargetRefusal}:    {To: Expired, Result: Refuse, Refusal: "CAPABILITY_NOT_REDEEMED"},
+	{Effected, TargetRefusal}:   {To: Effected, Result: Refuse, Refusal: "EFFECT_CONFLICT"},
+	{Verified, TargetRefusal}:   {To: Verified, Result: Refuse, Refusal: "EFFECT_CONFLICT"},
+	{Failed, TargetRefusal}:     {To: Failed, Result: Refuse, Refusal: "EFFECT_CONFLICT"},
 
 	// A later readback may find the record altered since: it replaces the
 	// verdict, and the journal keeps both.
@@ -144,8 +163,9 @@ func Effective(s Status, expiresAt, now time.Time) Status {
 }
 
 // Counts reports whether a commitment in status s uses up its task's grant:
-// every one but a revoked or expired one.
-func Counts(s Status) bool { return s != Revoked && s != Expired }
+// every one but a revoked, expired or refused one, under which nothing
+// happened.
+func Counts(s Status) bool { return s != Revoked && s != Expired && s != Refused }
 
 // Outstanding reports whether a capability may still be redeemed.
 func Outstanding(s Status) bool { return s == Authorised }

@@ -33,6 +33,14 @@ func TestLifeCycle(t *testing.T) {
 		{capability.Redeemed, capability.Revoke, capability.Redeemed, capability.Ignore, ""},
 		{capability.Authorised, capability.Expire, capability.Expired, capability.Move, ""},
 		{capability.Verified, capability.Expire, capability.Verified, capability.Ignore, ""},
+		{capability.Redeemed, capability.TargetRefusal, capability.Refused, capability.Move, ""},
+		{capability.Refused, capability.TargetRefusal, capability.Refused, capability.Repeat, ""},
+		{capability.Refused, capability.Redeem, capability.Refused, capability.Refuse, "CAPABILITY_CLOSED"},
+		{capability.Refused, capability.Effect, capability.Refused, capability.Refuse, "CAPABILITY_CLOSED"},
+		{capability.Refused, capability.Verify, capability.Refused, capability.Refuse, "COMMITMENT_NOT_EFFECTED"},
+		{capability.Authorised, capability.TargetRefusal, capability.Authorised, capability.Refuse, "CAPABILITY_NOT_REDEEMED"},
+		{capability.Effected, capability.TargetRefusal, capability.Effected, capability.Refuse, "EFFECT_CONFLICT"},
+		{capability.Verified, capability.TargetRefusal, capability.Verified, capability.Refuse, "EFFECT_CONFLICT"},
 	} {
 		got := capability.Next(tc.from, tc.ev)
 		if got.To != tc.to || got.Result != tc.result || got.Refusal != tc.refusal {
@@ -45,7 +53,7 @@ func TestLifeCycle(t *testing.T) {
 // no event moves a commitment back to AUTHORISED or out of a terminal
 // refusal state.
 func TestTableIsTotal(t *testing.T) {
-	events := []capability.Event{capability.Redeem, capability.Effect, capability.Verify, capability.Mismatch, capability.Revoke, capability.Expire}
+	events := []capability.Event{capability.Redeem, capability.Effect, capability.Verify, capability.Mismatch, capability.Revoke, capability.Expire, capability.TargetRefusal}
 	for s := range agentv1.CommitmentStatus_name {
 		from := capability.Status(s)
 		if from == agentv1.CommitmentStatus_COMMITMENT_STATUS_UNSPECIFIED {
@@ -59,7 +67,7 @@ func TestTableIsTotal(t *testing.T) {
 			if got.To == capability.Authorised && from != capability.Authorised {
 				t.Errorf("%s on %s moves back to AUTHORISED", ev, from)
 			}
-			if (from == capability.Revoked || from == capability.Expired) && got.To != from {
+			if (from == capability.Revoked || from == capability.Expired || from == capability.Refused) && got.To != from {
 				t.Errorf("%s on %s leaves a closed capability", ev, from)
 			}
 			if got.Result != capability.Refuse && got.Refusal != "" {
@@ -86,9 +94,23 @@ func TestOpen(t *testing.T) {
 	for s, want := range map[capability.Status]bool{
 		capability.Authorised: true, capability.Redeemed: true, capability.Effected: true,
 		capability.Verified: false, capability.Failed: false, capability.Revoked: false, capability.Expired: false,
+		capability.Refused: false,
 	} {
 		if got := capability.Open(s); got != want {
 			t.Errorf("Open(%s) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestCounts: only a commitment under which something may have happened
+// uses up its task's grant.
+func TestCounts(t *testing.T) {
+	for s, want := range map[capability.Status]bool{
+		capability.Authorised: true, capability.Redeemed: true, capability.Effected: true, capability.Verified: true,
+		capability.Failed: true, capability.Revoked: false, capability.Expired: false, capability.Refused: false,
+	} {
+		if got := capability.Counts(s); got != want {
+			t.Errorf("Counts(%s) = %v, want %v", s, got, want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ func AdapterPolicy() serve.Policy {
 		svc + "RecordEvidence":    {pki.RoleEvidence},
 		svc + "RedeemCapability":  {pki.RoleAction},
 		svc + "RecordEffect":      {pki.RoleAction},
+		svc + "RecordRefusal":     {pki.RoleAction},
 		svc + "RecordReadback":    {pki.RoleVerifier},
 		svc + "ReportStateChange": {pki.RoleEvidence},
 		svc + "WatchedRecords":    {pki.RoleEvidence},
@@ -79,6 +80,19 @@ func (s *Adapter) RecordEffect(ctx context.Context, req *kernelv1.RecordEffectRe
 		return nil, Status(err)
 	}
 	return &kernelv1.RecordEffectResponse{Commitment: c, LogIndex: index}, nil
+}
+
+// RecordRefusal logs a refusal receipt signed by the calling adapter.
+func (s *Adapter) RecordRefusal(ctx context.Context, req *kernelv1.RecordRefusalRequest) (*kernelv1.RecordRefusalResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, index, err := s.K.RecordRefusal(ctx, who, req.GetReceipt())
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &kernelv1.RecordRefusalResponse{Commitment: c, LogIndex: index}, nil
 }
 
 // RecordReadback logs a readback receipt signed by the calling verifier.

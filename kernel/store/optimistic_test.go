@@ -241,6 +241,25 @@ func TestUsageMirror(t *testing.T) {
 		return tx.UpdateCapability(c)
 	})
 	check("after a revocation")
+	// A capability whose target refused its effect stops counting.
+	update(t, s, func(tx store.Tx) error {
+		e := mk("e", "task-2", "GBP", 1600, now.Add(time.Minute))
+		e.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED
+		return tx.InsertCapability(e)
+	})
+	check("after a redemption")
+	update(t, s, func(tx store.Tx) error {
+		c, err := tx.Capability("e")
+		if err != nil {
+			return err
+		}
+		c.Status = agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED
+		return tx.UpdateCapability(c)
+	})
+	check("after a refusal")
+	if got, _, _ := s.Usage(ctx, "task-2", "GBP"); got != 0 {
+		t.Errorf("usage of task-2 after a revocation and a refusal = %d, want 0", got)
+	}
 	// A store opened again counts a task's usage from its capabilities.
 	want1, _, _ := s.Usage(ctx, "task-1", "GBP")
 	if err := s.Close(); err != nil {

@@ -459,7 +459,7 @@ func (t *txn) Usage(taskID, currency string) (count int32, sum int64, err error)
 // usageQuery counts a task's capabilities that use up its grant, by
 // currency, from the index by task alone.
 var usageQuery = fmt.Sprintf(`SELECT currency, COUNT(*), SUM(amount_minor) FROM capabilities
-	WHERE task_id = ? AND status NOT IN (%d, %d) GROUP BY currency`, capability.Revoked, capability.Expired)
+	WHERE task_id = ? AND status NOT IN (%d, %d, %d) GROUP BY currency`, capability.Revoked, capability.Expired, capability.Refused)
 
 // countUsage counts a task's usage from its capabilities as this
 // transaction sees them.

@@ -48,6 +48,9 @@ const (
 	CommitmentStatus_COMMITMENT_STATUS_REVOKED CommitmentStatus = 6
 	// The capability expired before it was redeemed; nothing happened.
 	CommitmentStatus_COMMITMENT_STATUS_EXPIRED CommitmentStatus = 7
+	// The effect's target refused it and holds nothing of it; the
+	// commitment is closed and no longer counts against the task's grant.
+	CommitmentStatus_COMMITMENT_STATUS_REFUSED CommitmentStatus = 8
 )
 
 // Enum value maps for CommitmentStatus.
@@ -61,6 +64,7 @@ var (
 		5: "COMMITMENT_STATUS_FAILED",
 		6: "COMMITMENT_STATUS_REVOKED",
 		7: "COMMITMENT_STATUS_EXPIRED",
+		8: "COMMITMENT_STATUS_REFUSED",
 	}
 	CommitmentStatus_value = map[string]int32{
 		"COMMITMENT_STATUS_UNSPECIFIED": 0,
@@ -71,6 +75,7 @@ var (
 		"COMMITMENT_STATUS_FAILED":      5,
 		"COMMITMENT_STATUS_REVOKED":     6,
 		"COMMITMENT_STATUS_EXPIRED":     7,
+		"COMMITMENT_STATUS_REFUSED":     8,
 	}
 )
 
@@ -642,11 +647,12 @@ type Commitment struct {
 	Amount *v11.Money `protobuf:"bytes,4,opt,name=amount,proto3" json:"amount,omitempty"`
 	// Where it stands.
 	Status CommitmentStatus `protobuf:"varint,5,opt,name=status,proto3,enum=ambit.agent.v1.CommitmentStatus" json:"status,omitempty"`
-	// The effect receipt, once recorded.
+	// The effect receipt, once recorded; for a REFUSED commitment, the
+	// refusal receipt.
 	EffectReceiptId string `protobuf:"bytes,6,opt,name=effect_receipt_id,json=effectReceiptId,proto3" json:"effect_receipt_id,omitempty"`
 	// The readback receipt, once recorded.
 	ReadbackReceiptId string `protobuf:"bytes,7,opt,name=readback_receipt_id,json=readbackReceiptId,proto3" json:"readback_receipt_id,omitempty"`
-	// Why it failed or was revoked.
+	// Why it failed, was revoked or was refused.
 	Note          string `protobuf:"bytes,8,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -923,7 +929,7 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\xbaH\ar\x05\x10\x01\x18\x80 R\vdescription\"N\n" +
 	"\x1dRequestBoundaryChangeResponse\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x14\n" +
-	"\x05class\x18\x02 \x01(\tR\x05class*\x93\x02\n" +
+	"\x05class\x18\x02 \x01(\tR\x05class*\xb2\x02\n" +
 	"\x10CommitmentStatus\x12!\n" +
 	"\x1dCOMMITMENT_STATUS_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCOMMITMENT_STATUS_AUTHORISED\x10\x01\x12\x1e\n" +
@@ -932,7 +938,8 @@ const file_ambit_agent_v1_agent_proto_rawDesc = "" +
 	"\x1aCOMMITMENT_STATUS_VERIFIED\x10\x04\x12\x1c\n" +
 	"\x18COMMITMENT_STATUS_FAILED\x10\x05\x12\x1d\n" +
 	"\x19COMMITMENT_STATUS_REVOKED\x10\x06\x12\x1d\n" +
-	"\x19COMMITMENT_STATUS_EXPIRED\x10\a2\xbd\x02\n" +
+	"\x19COMMITMENT_STATUS_EXPIRED\x10\a\x12\x1d\n" +
+	"\x19COMMITMENT_STATUS_REFUSED\x10\b2\xbd\x02\n" +
 	"\fAgentService\x12_\n" +
 	"\x0eSubmitProposal\x12%.ambit.agent.v1.SubmitProposalRequest\x1a&.ambit.agent.v1.SubmitProposalResponse\x12V\n" +
 	"\vGetSelfView\x12\".ambit.agent.v1.GetSelfViewRequest\x1a#.ambit.agent.v1.GetSelfViewResponse\x12t\n" +

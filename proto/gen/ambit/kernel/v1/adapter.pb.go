@@ -549,6 +549,107 @@ func (x *RecordEffectResponse) GetLogIndex() uint64 {
 	return 0
 }
 
+// RecordRefusalRequest carries a signed refusal receipt.
+type RecordRefusalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The signed refusal receipt.
+	Receipt       *v11.Envelope `protobuf:"bytes,1,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordRefusalRequest) Reset() {
+	*x = RecordRefusalRequest{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordRefusalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordRefusalRequest) ProtoMessage() {}
+
+func (x *RecordRefusalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordRefusalRequest.ProtoReflect.Descriptor instead.
+func (*RecordRefusalRequest) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RecordRefusalRequest) GetReceipt() *v11.Envelope {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+// RecordRefusalResponse reports the commitment.
+type RecordRefusalResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The commitment as it stands.
+	Commitment *v12.Commitment `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	// The signed receipt's leaf index in the kernel's Merkle log.
+	LogIndex      uint64 `protobuf:"varint,2,opt,name=log_index,json=logIndex,proto3" json:"log_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordRefusalResponse) Reset() {
+	*x = RecordRefusalResponse{}
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordRefusalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordRefusalResponse) ProtoMessage() {}
+
+func (x *RecordRefusalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordRefusalResponse.ProtoReflect.Descriptor instead.
+func (*RecordRefusalResponse) Descriptor() ([]byte, []int) {
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RecordRefusalResponse) GetCommitment() *v12.Commitment {
+	if x != nil {
+		return x.Commitment
+	}
+	return nil
+}
+
+func (x *RecordRefusalResponse) GetLogIndex() uint64 {
+	if x != nil {
+		return x.LogIndex
+	}
+	return 0
+}
+
 // RecordReadbackRequest carries a signed readback receipt.
 type RecordReadbackRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -560,7 +661,7 @@ type RecordReadbackRequest struct {
 
 func (x *RecordReadbackRequest) Reset() {
 	*x = RecordReadbackRequest{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[8]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -572,7 +673,7 @@ func (x *RecordReadbackRequest) String() string {
 func (*RecordReadbackRequest) ProtoMessage() {}
 
 func (x *RecordReadbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[8]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -585,7 +686,7 @@ func (x *RecordReadbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordReadbackRequest.ProtoReflect.Descriptor instead.
 func (*RecordReadbackRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{8}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RecordReadbackRequest) GetReceipt() *v11.Envelope {
@@ -609,7 +710,7 @@ type RecordReadbackResponse struct {
 
 func (x *RecordReadbackResponse) Reset() {
 	*x = RecordReadbackResponse{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[9]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -621,7 +722,7 @@ func (x *RecordReadbackResponse) String() string {
 func (*RecordReadbackResponse) ProtoMessage() {}
 
 func (x *RecordReadbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[9]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -634,7 +735,7 @@ func (x *RecordReadbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordReadbackResponse.ProtoReflect.Descriptor instead.
 func (*RecordReadbackResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{9}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RecordReadbackResponse) GetCommitment() *v12.Commitment {
@@ -670,7 +771,7 @@ type ReportStateChangeRequest struct {
 
 func (x *ReportStateChangeRequest) Reset() {
 	*x = ReportStateChangeRequest{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +783,7 @@ func (x *ReportStateChangeRequest) String() string {
 func (*ReportStateChangeRequest) ProtoMessage() {}
 
 func (x *ReportStateChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[10]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +796,7 @@ func (x *ReportStateChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStateChangeRequest.ProtoReflect.Descriptor instead.
 func (*ReportStateChangeRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{10}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReportStateChangeRequest) GetSource() string {
@@ -739,7 +840,7 @@ type ReportStateChangeResponse struct {
 
 func (x *ReportStateChangeResponse) Reset() {
 	*x = ReportStateChangeResponse{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +852,7 @@ func (x *ReportStateChangeResponse) String() string {
 func (*ReportStateChangeResponse) ProtoMessage() {}
 
 func (x *ReportStateChangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[11]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +865,7 @@ func (x *ReportStateChangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportStateChangeResponse.ProtoReflect.Descriptor instead.
 func (*ReportStateChangeResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{11}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReportStateChangeResponse) GetStateChanged() bool {
@@ -790,7 +891,7 @@ type WatchedRecordsRequest struct {
 
 func (x *WatchedRecordsRequest) Reset() {
 	*x = WatchedRecordsRequest{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +903,7 @@ func (x *WatchedRecordsRequest) String() string {
 func (*WatchedRecordsRequest) ProtoMessage() {}
 
 func (x *WatchedRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[12]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +916,7 @@ func (x *WatchedRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchedRecordsRequest.ProtoReflect.Descriptor instead.
 func (*WatchedRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{12}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{14}
 }
 
 // WatchedRecordsResponse lists records and their last seen versions.
@@ -829,7 +930,7 @@ type WatchedRecordsResponse struct {
 
 func (x *WatchedRecordsResponse) Reset() {
 	*x = WatchedRecordsResponse{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +942,7 @@ func (x *WatchedRecordsResponse) String() string {
 func (*WatchedRecordsResponse) ProtoMessage() {}
 
 func (x *WatchedRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[13]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +955,7 @@ func (x *WatchedRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchedRecordsResponse.ProtoReflect.Descriptor instead.
 func (*WatchedRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{13}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchedRecordsResponse) GetRecords() []*WatchedRecord {
@@ -879,7 +980,7 @@ type WatchedRecord struct {
 
 func (x *WatchedRecord) Reset() {
 	*x = WatchedRecord{}
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +992,7 @@ func (x *WatchedRecord) String() string {
 func (*WatchedRecord) ProtoMessage() {}
 
 func (x *WatchedRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[14]
+	mi := &file_ambit_kernel_v1_adapter_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1005,7 @@ func (x *WatchedRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchedRecord.ProtoReflect.Descriptor instead.
 func (*WatchedRecord) Descriptor() ([]byte, []int) {
-	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{14}
+	return file_ambit_kernel_v1_adapter_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchedRecord) GetSource() string {
@@ -979,6 +1080,13 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\n" +
 	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
 	"commitment\x12\x1b\n" +
+	"\tlog_index\x18\x02 \x01(\x04R\blogIndex\"L\n" +
+	"\x14RecordRefusalRequest\x124\n" +
+	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"p\n" +
+	"\x15RecordRefusalResponse\x12:\n" +
+	"\n" +
+	"commitment\x18\x01 \x01(\v2\x1a.ambit.agent.v1.CommitmentR\n" +
+	"commitment\x12\x1b\n" +
 	"\tlog_index\x18\x02 \x01(\x04R\blogIndex\"M\n" +
 	"\x15RecordReadbackRequest\x124\n" +
 	"\areceipt\x18\x01 \x01(\v2\x1a.ambit.receipt.v1.EnvelopeR\areceipt\"q\n" +
@@ -1006,12 +1114,13 @@ const file_ambit_kernel_v1_adapter_proto_rawDesc = "" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x1d\n" +
 	"\n" +
 	"record_key\x18\x02 \x01(\tR\trecordKey\x12#\n" +
-	"\rstate_version\x18\x03 \x01(\tR\fstateVersion2\xcb\x05\n" +
+	"\rstate_version\x18\x03 \x01(\tR\fstateVersion2\xab\x06\n" +
 	"\x0eAdapterService\x12^\n" +
 	"\rAuthorizeRead\x12%.ambit.kernel.v1.AuthorizeReadRequest\x1a&.ambit.kernel.v1.AuthorizeReadResponse\x12a\n" +
 	"\x0eRecordEvidence\x12&.ambit.kernel.v1.RecordEvidenceRequest\x1a'.ambit.kernel.v1.RecordEvidenceResponse\x12g\n" +
 	"\x10RedeemCapability\x12(.ambit.kernel.v1.RedeemCapabilityRequest\x1a).ambit.kernel.v1.RedeemCapabilityResponse\x12[\n" +
-	"\fRecordEffect\x12$.ambit.kernel.v1.RecordEffectRequest\x1a%.ambit.kernel.v1.RecordEffectResponse\x12a\n" +
+	"\fRecordEffect\x12$.ambit.kernel.v1.RecordEffectRequest\x1a%.ambit.kernel.v1.RecordEffectResponse\x12^\n" +
+	"\rRecordRefusal\x12%.ambit.kernel.v1.RecordRefusalRequest\x1a&.ambit.kernel.v1.RecordRefusalResponse\x12a\n" +
 	"\x0eRecordReadback\x12&.ambit.kernel.v1.RecordReadbackRequest\x1a'.ambit.kernel.v1.RecordReadbackResponse\x12j\n" +
 	"\x11ReportStateChange\x12).ambit.kernel.v1.ReportStateChangeRequest\x1a*.ambit.kernel.v1.ReportStateChangeResponse\x12a\n" +
 	"\x0eWatchedRecords\x12&.ambit.kernel.v1.WatchedRecordsRequest\x1a'.ambit.kernel.v1.WatchedRecordsResponseB\xc2\x01\n" +
@@ -1029,7 +1138,7 @@ func file_ambit_kernel_v1_adapter_proto_rawDescGZIP() []byte {
 	return file_ambit_kernel_v1_adapter_proto_rawDescData
 }
 
-var file_ambit_kernel_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_ambit_kernel_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_ambit_kernel_v1_adapter_proto_goTypes = []any{
 	(*AuthorizeReadRequest)(nil),      // 0: ambit.kernel.v1.AuthorizeReadRequest
 	(*AuthorizeReadResponse)(nil),     // 1: ambit.kernel.v1.AuthorizeReadResponse
@@ -1039,50 +1148,56 @@ var file_ambit_kernel_v1_adapter_proto_goTypes = []any{
 	(*RedeemCapabilityResponse)(nil),  // 5: ambit.kernel.v1.RedeemCapabilityResponse
 	(*RecordEffectRequest)(nil),       // 6: ambit.kernel.v1.RecordEffectRequest
 	(*RecordEffectResponse)(nil),      // 7: ambit.kernel.v1.RecordEffectResponse
-	(*RecordReadbackRequest)(nil),     // 8: ambit.kernel.v1.RecordReadbackRequest
-	(*RecordReadbackResponse)(nil),    // 9: ambit.kernel.v1.RecordReadbackResponse
-	(*ReportStateChangeRequest)(nil),  // 10: ambit.kernel.v1.ReportStateChangeRequest
-	(*ReportStateChangeResponse)(nil), // 11: ambit.kernel.v1.ReportStateChangeResponse
-	(*WatchedRecordsRequest)(nil),     // 12: ambit.kernel.v1.WatchedRecordsRequest
-	(*WatchedRecordsResponse)(nil),    // 13: ambit.kernel.v1.WatchedRecordsResponse
-	(*WatchedRecord)(nil),             // 14: ambit.kernel.v1.WatchedRecord
-	(v1.Provenance)(0),                // 15: ambit.contract.v1.Provenance
-	(*v1.DerivedField)(nil),           // 16: ambit.contract.v1.DerivedField
-	(*v11.Envelope)(nil),              // 17: ambit.receipt.v1.Envelope
-	(*v12.Commitment)(nil),            // 18: ambit.agent.v1.Commitment
-	(*timestamppb.Timestamp)(nil),     // 19: google.protobuf.Timestamp
+	(*RecordRefusalRequest)(nil),      // 8: ambit.kernel.v1.RecordRefusalRequest
+	(*RecordRefusalResponse)(nil),     // 9: ambit.kernel.v1.RecordRefusalResponse
+	(*RecordReadbackRequest)(nil),     // 10: ambit.kernel.v1.RecordReadbackRequest
+	(*RecordReadbackResponse)(nil),    // 11: ambit.kernel.v1.RecordReadbackResponse
+	(*ReportStateChangeRequest)(nil),  // 12: ambit.kernel.v1.ReportStateChangeRequest
+	(*ReportStateChangeResponse)(nil), // 13: ambit.kernel.v1.ReportStateChangeResponse
+	(*WatchedRecordsRequest)(nil),     // 14: ambit.kernel.v1.WatchedRecordsRequest
+	(*WatchedRecordsResponse)(nil),    // 15: ambit.kernel.v1.WatchedRecordsResponse
+	(*WatchedRecord)(nil),             // 16: ambit.kernel.v1.WatchedRecord
+	(v1.Provenance)(0),                // 17: ambit.contract.v1.Provenance
+	(*v1.DerivedField)(nil),           // 18: ambit.contract.v1.DerivedField
+	(*v11.Envelope)(nil),              // 19: ambit.receipt.v1.Envelope
+	(*v12.Commitment)(nil),            // 20: ambit.agent.v1.Commitment
+	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
 }
 var file_ambit_kernel_v1_adapter_proto_depIdxs = []int32{
-	15, // 0: ambit.kernel.v1.AuthorizeReadResponse.provenance:type_name -> ambit.contract.v1.Provenance
-	16, // 1: ambit.kernel.v1.AuthorizeReadResponse.derived:type_name -> ambit.contract.v1.DerivedField
-	17, // 2: ambit.kernel.v1.RecordEvidenceRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	17, // 3: ambit.kernel.v1.RedeemCapabilityRequest.capability:type_name -> ambit.receipt.v1.Envelope
-	18, // 4: ambit.kernel.v1.RedeemCapabilityResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	17, // 5: ambit.kernel.v1.RecordEffectRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	18, // 6: ambit.kernel.v1.RecordEffectResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	17, // 7: ambit.kernel.v1.RecordReadbackRequest.receipt:type_name -> ambit.receipt.v1.Envelope
-	18, // 8: ambit.kernel.v1.RecordReadbackResponse.commitment:type_name -> ambit.agent.v1.Commitment
-	19, // 9: ambit.kernel.v1.ReportStateChangeRequest.observed_at:type_name -> google.protobuf.Timestamp
-	14, // 10: ambit.kernel.v1.WatchedRecordsResponse.records:type_name -> ambit.kernel.v1.WatchedRecord
-	0,  // 11: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
-	2,  // 12: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
-	4,  // 13: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
-	6,  // 14: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
-	8,  // 15: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
-	10, // 16: ambit.kernel.v1.AdapterService.ReportStateChange:input_type -> ambit.kernel.v1.ReportStateChangeRequest
-	12, // 17: ambit.kernel.v1.AdapterService.WatchedRecords:input_type -> ambit.kernel.v1.WatchedRecordsRequest
-	1,  // 18: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
-	3,  // 19: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
-	5,  // 20: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
-	7,  // 21: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
-	9,  // 22: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
-	11, // 23: ambit.kernel.v1.AdapterService.ReportStateChange:output_type -> ambit.kernel.v1.ReportStateChangeResponse
-	13, // 24: ambit.kernel.v1.AdapterService.WatchedRecords:output_type -> ambit.kernel.v1.WatchedRecordsResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	17, // 0: ambit.kernel.v1.AuthorizeReadResponse.provenance:type_name -> ambit.contract.v1.Provenance
+	18, // 1: ambit.kernel.v1.AuthorizeReadResponse.derived:type_name -> ambit.contract.v1.DerivedField
+	19, // 2: ambit.kernel.v1.RecordEvidenceRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	19, // 3: ambit.kernel.v1.RedeemCapabilityRequest.capability:type_name -> ambit.receipt.v1.Envelope
+	20, // 4: ambit.kernel.v1.RedeemCapabilityResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	19, // 5: ambit.kernel.v1.RecordEffectRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	20, // 6: ambit.kernel.v1.RecordEffectResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	19, // 7: ambit.kernel.v1.RecordRefusalRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	20, // 8: ambit.kernel.v1.RecordRefusalResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	19, // 9: ambit.kernel.v1.RecordReadbackRequest.receipt:type_name -> ambit.receipt.v1.Envelope
+	20, // 10: ambit.kernel.v1.RecordReadbackResponse.commitment:type_name -> ambit.agent.v1.Commitment
+	21, // 11: ambit.kernel.v1.ReportStateChangeRequest.observed_at:type_name -> google.protobuf.Timestamp
+	16, // 12: ambit.kernel.v1.WatchedRecordsResponse.records:type_name -> ambit.kernel.v1.WatchedRecord
+	0,  // 13: ambit.kernel.v1.AdapterService.AuthorizeRead:input_type -> ambit.kernel.v1.AuthorizeReadRequest
+	2,  // 14: ambit.kernel.v1.AdapterService.RecordEvidence:input_type -> ambit.kernel.v1.RecordEvidenceRequest
+	4,  // 15: ambit.kernel.v1.AdapterService.RedeemCapability:input_type -> ambit.kernel.v1.RedeemCapabilityRequest
+	6,  // 16: ambit.kernel.v1.AdapterService.RecordEffect:input_type -> ambit.kernel.v1.RecordEffectRequest
+	8,  // 17: ambit.kernel.v1.AdapterService.RecordRefusal:input_type -> ambit.kernel.v1.RecordRefusalRequest
+	10, // 18: ambit.kernel.v1.AdapterService.RecordReadback:input_type -> ambit.kernel.v1.RecordReadbackRequest
+	12, // 19: ambit.kernel.v1.AdapterService.ReportStateChange:input_type -> ambit.kernel.v1.ReportStateChangeRequest
+	14, // 20: ambit.kernel.v1.AdapterService.WatchedRecords:input_type -> ambit.kernel.v1.WatchedRecordsRequest
+	1,  // 21: ambit.kernel.v1.AdapterService.AuthorizeRead:output_type -> ambit.kernel.v1.AuthorizeReadResponse
+	3,  // 22: ambit.kernel.v1.AdapterService.RecordEvidence:output_type -> ambit.kernel.v1.RecordEvidenceResponse
+	5,  // 23: ambit.kernel.v1.AdapterService.RedeemCapability:output_type -> ambit.kernel.v1.RedeemCapabilityResponse
+	7,  // 24: ambit.kernel.v1.AdapterService.RecordEffect:output_type -> ambit.kernel.v1.RecordEffectResponse
+	9,  // 25: ambit.kernel.v1.AdapterService.RecordRefusal:output_type -> ambit.kernel.v1.RecordRefusalResponse
+	11, // 26: ambit.kernel.v1.AdapterService.RecordReadback:output_type -> ambit.kernel.v1.RecordReadbackResponse
+	13, // 27: ambit.kernel.v1.AdapterService.ReportStateChange:output_type -> ambit.kernel.v1.ReportStateChangeResponse
+	15, // 28: ambit.kernel.v1.AdapterService.WatchedRecords:output_type -> ambit.kernel.v1.WatchedRecordsResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_ambit_kernel_v1_adapter_proto_init() }
@@ -1096,7 +1211,7 @@ func file_ambit_kernel_v1_adapter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_kernel_v1_adapter_proto_rawDesc), len(file_ambit_kernel_v1_adapter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

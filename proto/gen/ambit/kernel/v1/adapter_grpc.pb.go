@@ -26,6 +26,7 @@ const (
 	AdapterService_RecordEvidence_FullMethodName    = "/ambit.kernel.v1.AdapterService/RecordEvidence"
 	AdapterService_RedeemCapability_FullMethodName  = "/ambit.kernel.v1.AdapterService/RedeemCapability"
 	AdapterService_RecordEffect_FullMethodName      = "/ambit.kernel.v1.AdapterService/RecordEffect"
+	AdapterService_RecordRefusal_FullMethodName     = "/ambit.kernel.v1.AdapterService/RecordRefusal"
 	AdapterService_RecordReadback_FullMethodName    = "/ambit.kernel.v1.AdapterService/RecordReadback"
 	AdapterService_ReportStateChange_FullMethodName = "/ambit.kernel.v1.AdapterService/ReportStateChange"
 	AdapterService_WatchedRecords_FullMethodName    = "/ambit.kernel.v1.AdapterService/WatchedRecords"
@@ -54,6 +55,10 @@ type AdapterServiceClient interface {
 	// RecordEffect logs a signed effect receipt. Idempotent. Action adapters
 	// only.
 	RecordEffect(ctx context.Context, in *RecordEffectRequest, opts ...grpc.CallOption) (*RecordEffectResponse, error)
+	// RecordRefusal logs a signed refusal receipt: the target refused a
+	// redeemed capability's effect and holds nothing of it. Idempotent.
+	// Action adapters only.
+	RecordRefusal(ctx context.Context, in *RecordRefusalRequest, opts ...grpc.CallOption) (*RecordRefusalResponse, error)
 	// RecordReadback logs a signed readback receipt and closes the commitment
 	// when verified, or marks it failed. Verifiers only.
 	RecordReadback(ctx context.Context, in *RecordReadbackRequest, opts ...grpc.CallOption) (*RecordReadbackResponse, error)
@@ -118,6 +123,16 @@ func (c *adapterServiceClient) RecordEffect(ctx context.Context, in *RecordEffec
 	return out, nil
 }
 
+func (c *adapterServiceClient) RecordRefusal(ctx context.Context, in *RecordRefusalRequest, opts ...grpc.CallOption) (*RecordRefusalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RecordRefusalResponse)
+	err := c.cc.Invoke(ctx, AdapterService_RecordRefusal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adapterServiceClient) RecordReadback(ctx context.Context, in *RecordReadbackRequest, opts ...grpc.CallOption) (*RecordReadbackResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RecordReadbackResponse)
@@ -171,6 +186,10 @@ type AdapterServiceServer interface {
 	// RecordEffect logs a signed effect receipt. Idempotent. Action adapters
 	// only.
 	RecordEffect(context.Context, *RecordEffectRequest) (*RecordEffectResponse, error)
+	// RecordRefusal logs a signed refusal receipt: the target refused a
+	// redeemed capability's effect and holds nothing of it. Idempotent.
+	// Action adapters only.
+	RecordRefusal(context.Context, *RecordRefusalRequest) (*RecordRefusalResponse, error)
 	// RecordReadback logs a signed readback receipt and closes the commitment
 	// when verified, or marks it failed. Verifiers only.
 	RecordReadback(context.Context, *RecordReadbackRequest) (*RecordReadbackResponse, error)
@@ -206,6 +225,9 @@ func (UnimplementedAdapterServiceServer) RedeemCapability(context.Context, *Rede
 }
 func (UnimplementedAdapterServiceServer) RecordEffect(context.Context, *RecordEffectRequest) (*RecordEffectResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordEffect not implemented")
+}
+func (UnimplementedAdapterServiceServer) RecordRefusal(context.Context, *RecordRefusalRequest) (*RecordRefusalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RecordRefusal not implemented")
 }
 func (UnimplementedAdapterServiceServer) RecordReadback(context.Context, *RecordReadbackRequest) (*RecordReadbackResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RecordReadback not implemented")
@@ -309,6 +331,24 @@ func _AdapterService_RecordEffect_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdapterService_RecordRefusal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RecordRefusalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdapterServiceServer).RecordRefusal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdapterService_RecordRefusal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdapterServiceServer).RecordRefusal(ctx, req.(*RecordRefusalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdapterService_RecordReadback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RecordReadbackRequest)
 	if err := dec(in); err != nil {
@@ -385,6 +425,10 @@ var AdapterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RecordEffect",
 			Handler:    _AdapterService_RecordEffect_Handler,
+		},
+		{
+			MethodName: "RecordRefusal",
+			Handler:    _AdapterService_RecordRefusal_Handler,
 		},
 		{
 			MethodName: "RecordReadback",

@@ -885,6 +885,120 @@ func (x *EffectReceipt) GetIssuer() string {
 	return ""
 }
 
+// RefusalReceipt is the action adapter's record that an effect's target
+// refused it and holds nothing of it (e.g. a constraint of the target's
+// table refused the row, or an HTTP target answered 4xx). The commitment
+// closes as REFUSED and stops counting against the task's grant; the
+// capability is not redeemed again.
+type RefusalReceipt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique receipt identifier: the effect id the attempt was made under.
+	ReceiptId string `protobuf:"bytes,1,opt,name=receipt_id,json=receiptId,proto3" json:"receipt_id,omitempty"`
+	// Capability redeemed.
+	CapabilityId string `protobuf:"bytes,2,opt,name=capability_id,json=capabilityId,proto3" json:"capability_id,omitempty"`
+	// Task it belongs to.
+	TaskId string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Idempotency key of the attempt.
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// The call that was refused.
+	Call *v1.ToolCall `protobuf:"bytes,5,opt,name=call,proto3" json:"call,omitempty"`
+	// The target's answer, e.g. "POST https://rail/pay answered 402 Payment
+	// Required".
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// When the target refused.
+	RefusedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=refused_at,json=refusedAt,proto3" json:"refused_at,omitempty"`
+	// Identity of the executing adapter.
+	Issuer        string `protobuf:"bytes,8,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusalReceipt) Reset() {
+	*x = RefusalReceipt{}
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusalReceipt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusalReceipt) ProtoMessage() {}
+
+func (x *RefusalReceipt) ProtoReflect() protoreflect.Message {
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusalReceipt.ProtoReflect.Descriptor instead.
+func (*RefusalReceipt) Descriptor() ([]byte, []int) {
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RefusalReceipt) GetReceiptId() string {
+	if x != nil {
+		return x.ReceiptId
+	}
+	return ""
+}
+
+func (x *RefusalReceipt) GetCapabilityId() string {
+	if x != nil {
+		return x.CapabilityId
+	}
+	return ""
+}
+
+func (x *RefusalReceipt) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RefusalReceipt) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *RefusalReceipt) GetCall() *v1.ToolCall {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+func (x *RefusalReceipt) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RefusalReceipt) GetRefusedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RefusedAt
+	}
+	return nil
+}
+
+func (x *RefusalReceipt) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
 // ReadbackReceipt is the verifier's independent reading of the system of
 // record against a decision and its effect.
 type ReadbackReceipt struct {
@@ -915,7 +1029,7 @@ type ReadbackReceipt struct {
 
 func (x *ReadbackReceipt) Reset() {
 	*x = ReadbackReceipt{}
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1041,7 @@ func (x *ReadbackReceipt) String() string {
 func (*ReadbackReceipt) ProtoMessage() {}
 
 func (x *ReadbackReceipt) ProtoReflect() protoreflect.Message {
-	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[7]
+	mi := &file_ambit_receipt_v1_receipt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1054,7 @@ func (x *ReadbackReceipt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadbackReceipt.ProtoReflect.Descriptor instead.
 func (*ReadbackReceipt) Descriptor() ([]byte, []int) {
-	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{7}
+	return file_ambit_receipt_v1_receipt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReadbackReceipt) GetReceiptId() string {
@@ -1101,7 +1215,18 @@ const file_ambit_receipt_v1_receipt_proto_rawDesc = "" +
 	"record_ref\x18\a \x01(\tR\trecordRef\x12;\n" +
 	"\vexecuted_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"executedAt\x12\x16\n" +
-	"\x06issuer\x18\t \x01(\tR\x06issuerJ\x04\b\x05\x10\x06R\x06action\"\x8b\x03\n" +
+	"\x06issuer\x18\t \x01(\tR\x06issuerJ\x04\b\x05\x10\x06R\x06action\"\xb2\x02\n" +
+	"\x0eRefusalReceipt\x12\x1d\n" +
+	"\n" +
+	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +
+	"\rcapability_id\x18\x02 \x01(\tR\fcapabilityId\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12/\n" +
+	"\x04call\x18\x05 \x01(\v2\x1b.ambit.contract.v1.ToolCallR\x04call\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x129\n" +
+	"\n" +
+	"refused_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\trefusedAt\x12\x16\n" +
+	"\x06issuer\x18\b \x01(\tR\x06issuer\"\x8b\x03\n" +
 	"\x0fReadbackReceipt\x12\x1d\n" +
 	"\n" +
 	"receipt_id\x18\x01 \x01(\tR\treceiptId\x12#\n" +
@@ -1134,7 +1259,7 @@ func file_ambit_receipt_v1_receipt_proto_rawDescGZIP() []byte {
 }
 
 var file_ambit_receipt_v1_receipt_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ambit_receipt_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_ambit_receipt_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ambit_receipt_v1_receipt_proto_goTypes = []any{
 	(ReadbackStatus)(0),           // 0: ambit.receipt.v1.ReadbackStatus
 	(*Envelope)(nil),              // 1: ambit.receipt.v1.Envelope
@@ -1144,36 +1269,39 @@ var file_ambit_receipt_v1_receipt_proto_goTypes = []any{
 	(*ReceiptRef)(nil),            // 5: ambit.receipt.v1.ReceiptRef
 	(*Capability)(nil),            // 6: ambit.receipt.v1.Capability
 	(*EffectReceipt)(nil),         // 7: ambit.receipt.v1.EffectReceipt
-	(*ReadbackReceipt)(nil),       // 8: ambit.receipt.v1.ReadbackReceipt
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(v1.Provenance)(0),            // 10: ambit.contract.v1.Provenance
-	(*structpb.Struct)(nil),       // 11: google.protobuf.Struct
-	(*v1.ToolCall)(nil),           // 12: ambit.contract.v1.ToolCall
-	(*v1.Facts)(nil),              // 13: ambit.contract.v1.Facts
-	(*v1.Decision)(nil),           // 14: ambit.contract.v1.Decision
+	(*RefusalReceipt)(nil),        // 8: ambit.receipt.v1.RefusalReceipt
+	(*ReadbackReceipt)(nil),       // 9: ambit.receipt.v1.ReadbackReceipt
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(v1.Provenance)(0),            // 11: ambit.contract.v1.Provenance
+	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
+	(*v1.ToolCall)(nil),           // 13: ambit.contract.v1.ToolCall
+	(*v1.Facts)(nil),              // 14: ambit.contract.v1.Facts
+	(*v1.Decision)(nil),           // 15: ambit.contract.v1.Decision
 }
 var file_ambit_receipt_v1_receipt_proto_depIdxs = []int32{
 	2,  // 0: ambit.receipt.v1.Envelope.batch:type_name -> ambit.receipt.v1.Batch
-	9,  // 1: ambit.receipt.v1.EvidenceReceipt.read_at:type_name -> google.protobuf.Timestamp
-	10, // 2: ambit.receipt.v1.EvidenceReceipt.provenance:type_name -> ambit.contract.v1.Provenance
-	11, // 3: ambit.receipt.v1.EvidenceReceipt.values:type_name -> google.protobuf.Struct
-	12, // 4: ambit.receipt.v1.DecisionReceipt.call:type_name -> ambit.contract.v1.ToolCall
-	13, // 5: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
+	10, // 1: ambit.receipt.v1.EvidenceReceipt.read_at:type_name -> google.protobuf.Timestamp
+	11, // 2: ambit.receipt.v1.EvidenceReceipt.provenance:type_name -> ambit.contract.v1.Provenance
+	12, // 3: ambit.receipt.v1.EvidenceReceipt.values:type_name -> google.protobuf.Struct
+	13, // 4: ambit.receipt.v1.DecisionReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	14, // 5: ambit.receipt.v1.DecisionReceipt.facts:type_name -> ambit.contract.v1.Facts
 	5,  // 6: ambit.receipt.v1.DecisionReceipt.evidence:type_name -> ambit.receipt.v1.ReceiptRef
-	14, // 7: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
-	9,  // 8: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
-	12, // 9: ambit.receipt.v1.Capability.call:type_name -> ambit.contract.v1.ToolCall
-	9,  // 10: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
-	9,  // 11: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 12: ambit.receipt.v1.EffectReceipt.call:type_name -> ambit.contract.v1.ToolCall
-	9,  // 13: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
-	9,  // 15: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	15, // 7: ambit.receipt.v1.DecisionReceipt.decision:type_name -> ambit.contract.v1.Decision
+	10, // 8: ambit.receipt.v1.DecisionReceipt.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 9: ambit.receipt.v1.Capability.call:type_name -> ambit.contract.v1.ToolCall
+	10, // 10: ambit.receipt.v1.Capability.issued_at:type_name -> google.protobuf.Timestamp
+	10, // 11: ambit.receipt.v1.Capability.expires_at:type_name -> google.protobuf.Timestamp
+	13, // 12: ambit.receipt.v1.EffectReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	10, // 13: ambit.receipt.v1.EffectReceipt.executed_at:type_name -> google.protobuf.Timestamp
+	13, // 14: ambit.receipt.v1.RefusalReceipt.call:type_name -> ambit.contract.v1.ToolCall
+	10, // 15: ambit.receipt.v1.RefusalReceipt.refused_at:type_name -> google.protobuf.Timestamp
+	0,  // 16: ambit.receipt.v1.ReadbackReceipt.status:type_name -> ambit.receipt.v1.ReadbackStatus
+	10, // 17: ambit.receipt.v1.ReadbackReceipt.read_at:type_name -> google.protobuf.Timestamp
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_ambit_receipt_v1_receipt_proto_init() }
@@ -1187,7 +1315,7 @@ func file_ambit_receipt_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ambit_receipt_v1_receipt_proto_rawDesc), len(file_ambit_receipt_v1_receipt_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -86,6 +86,20 @@ class RecordReadbackResponse(_message.Message):
     log_index: int
     def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...
 
+class RecordRefusalRequest(_message.Message):
+    __slots__ = ["receipt"]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
+    receipt: _receipt_pb2.Envelope
+    def __init__(self, receipt: _Optional[_Union[_receipt_pb2.Envelope, _Mapping]] = ...) -> None: ...
+
+class RecordRefusalResponse(_message.Message):
+    __slots__ = ["commitment", "log_index"]
+    COMMITMENT_FIELD_NUMBER: _ClassVar[int]
+    LOG_INDEX_FIELD_NUMBER: _ClassVar[int]
+    commitment: _agent_pb2.Commitment
+    log_index: int
+    def __init__(self, commitment: _Optional[_Union[_agent_pb2.Commitment, _Mapping]] = ..., log_index: _Optional[int] = ...) -> None: ...
+
 class RedeemCapabilityRequest(_message.Message):
     __slots__ = ["capability", "holder", "idempotency_key"]
     CAPABILITY_FIELD_NUMBER: _ClassVar[int]

@@ -36,6 +36,11 @@ class AdapterServiceStub(object):
                 request_serializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectRequest.SerializeToString,
                 response_deserializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectResponse.FromString,
                 )
+        self.RecordRefusal = channel.unary_unary(
+                '/ambit.kernel.v1.AdapterService/RecordRefusal',
+                request_serializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalRequest.SerializeToString,
+                response_deserializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalResponse.FromString,
+                )
         self.RecordReadback = channel.unary_unary(
                 '/ambit.kernel.v1.AdapterService/RecordReadback',
                 request_serializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordReadbackRequest.SerializeToString,
@@ -94,6 +99,15 @@ class AdapterServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordRefusal(self, request, context):
+        """RecordRefusal logs a signed refusal receipt: the target refused a
+        redeemed capability's effect and holds nothing of it. Idempotent.
+        Action adapters only.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RecordReadback(self, request, context):
         """RecordReadback logs a signed readback receipt and closes the commitment
         when verified, or marks it failed. Verifiers only.
@@ -145,6 +159,11 @@ def add_AdapterServiceServicer_to_server(servicer, server):
                     servicer.RecordEffect,
                     request_deserializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectRequest.FromString,
                     response_serializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectResponse.SerializeToString,
+            ),
+            'RecordRefusal': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordRefusal,
+                    request_deserializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalRequest.FromString,
+                    response_serializer=ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalResponse.SerializeToString,
             ),
             'RecordReadback': grpc.unary_unary_rpc_method_handler(
                     servicer.RecordReadback,
@@ -238,6 +257,23 @@ class AdapterService(object):
         return grpc.experimental.unary_unary(request, target, '/ambit.kernel.v1.AdapterService/RecordEffect',
             ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectRequest.SerializeToString,
             ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordEffectResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RecordRefusal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/ambit.kernel.v1.AdapterService/RecordRefusal',
+            ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalRequest.SerializeToString,
+            ambit_dot_kernel_dot_v1_dot_adapter__pb2.RecordRefusalResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -179,5 +179,25 @@ class ReceiptRef(_message.Message):
     receipt_id: str
     def __init__(self, receipt_id: _Optional[str] = ..., payload_hash: _Optional[str] = ...) -> None: ...
 
+class RefusalReceipt(_message.Message):
+    __slots__ = ["call", "capability_id", "idempotency_key", "issuer", "reason", "receipt_id", "refused_at", "task_id"]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITY_ID_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    ISSUER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_ID_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_AT_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    call: _contract_pb2.ToolCall
+    capability_id: str
+    idempotency_key: str
+    issuer: str
+    reason: str
+    receipt_id: str
+    refused_at: _timestamp_pb2.Timestamp
+    task_id: str
+    def __init__(self, receipt_id: _Optional[str] = ..., capability_id: _Optional[str] = ..., task_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., call: _Optional[_Union[_contract_pb2.ToolCall, _Mapping]] = ..., reason: _Optional[str] = ..., refused_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., issuer: _Optional[str] = ...) -> None: ...
+
 class ReadbackStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

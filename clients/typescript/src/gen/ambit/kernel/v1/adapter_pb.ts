@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ambit/kernel/v1/adapter.proto.
  */
 export const file_ambit_kernel_v1_adapter: GenFile = /*@__PURE__*/
-  fileDesc("Ch1hbWJpdC9rZXJuZWwvdjEvYWRhcHRlci5wcm90bxIPYW1iaXQua2VybmVsLnYxIs0BChRBdXRob3JpemVSZWFkUmVxdWVzdBIbCgd0YXNrX2lkGAEgASgJQgq6SAdyBRABGIACEhoKBnNvdXJjZRgCIAEoCUIKukgHcgUQARiAARIeCgpyZWNvcmRfa2V5GAMgASgJQgq6SAdyBRABGIACEiQKBmZpZWxkcxgEIAMoCUIUukgRkgEOCAEQgAIiB3IFEAEYgAESGQoFYWdlbnQYBSABKAlCCrpIB3IFEAEYgAISGwoHcHVycG9zZRgGIAEoCUIKukgHcgUQARiAAiLcAQoVQXV0aG9yaXplUmVhZFJlc3BvbnNlEjEKCnByb3ZlbmFuY2UYASABKA4yHS5hbWJpdC5jb250cmFjdC52MS5Qcm92ZW5hbmNlEjAKB2Rlcml2ZWQYAiADKAsyHy5hbWJpdC5jb250cmFjdC52MS5EZXJpdmVkRmllbGQSEwoLcXVhcmFudGluZWQYAyADKAkSFQoNY29uZmluZV9maWVsZBgEIAEoCRIVCg1jb25maW5lX3ZhbHVlGAUgASgJEhsKE2JvdW5kX3N0YXRlX3ZlcnNpb24YBiABKAkiRAoVUmVjb3JkRXZpZGVuY2VSZXF1ZXN0EisKB3JlY2VpcHQYASABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlImIKFlJlY29yZEV2aWRlbmNlUmVzcG9uc2USFQoNc3RhdGVfY2hhbmdlZBgBIAEoCBIeChZyZXZva2VkX2NhcGFiaWxpdHlfaWRzGAIgAygJEhEKCWxvZ19pbmRleBgDIAEoBCKeAQoXUmVkZWVtQ2FwYWJpbGl0eVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARIjCg9pZGVtcG90ZW5jeV9rZXkYAyABKAlCCrpIB3IFEAEYgAESGAoGaG9sZGVyGAQgASgJQgi6SAVyAxiAAkoECAIQA1IGYWN0aW9uIlkKGFJlZGVlbUNhcGFiaWxpdHlSZXNwb25zZRINCgVmaXJzdBgBIAEoCBIuCgpjb21taXRtZW50GAIgASgLMhouYW1iaXQuYWdlbnQudjEuQ29tbWl0bWVudCJCChNSZWNvcmRFZmZlY3RSZXF1ZXN0EisKB3JlY2VpcHQYASABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlIlkKFFJlY29yZEVmZmVjdFJlc3BvbnNlEi4KCmNvbW1pdG1lbnQYASABKAsyGi5hbWJpdC5hZ2VudC52MS5Db21taXRtZW50EhEKCWxvZ19pbmRleBgCIAEoBCJEChVSZWNvcmRSZWFkYmFja1JlcXVlc3QSKwoHcmVjZWlwdBgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGUiWwoWUmVjb3JkUmVhZGJhY2tSZXNwb25zZRIuCgpjb21taXRtZW50GAEgASgLMhouYW1iaXQuYWdlbnQudjEuQ29tbWl0bWVudBIRCglsb2dfaW5kZXgYAiABKAQiqAEKGFJlcG9ydFN0YXRlQ2hhbmdlUmVxdWVzdBIaCgZzb3VyY2UYASABKAlCCrpIB3IFEAEYgAESHgoKcmVjb3JkX2tleRgCIAEoCUIKukgHcgUQARiAAhIfCg1zdGF0ZV92ZXJzaW9uGAMgASgJQgi6SAVyAxiAAhIvCgtvYnNlcnZlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUgoZUmVwb3J0U3RhdGVDaGFuZ2VSZXNwb25zZRIVCg1zdGF0ZV9jaGFuZ2VkGAEgASgIEh4KFnJldm9rZWRfY2FwYWJpbGl0eV9pZHMYAiADKAkiFwoVV2F0Y2hlZFJlY29yZHNSZXF1ZXN0IkkKFldhdGNoZWRSZWNvcmRzUmVzcG9uc2USLwoHcmVjb3JkcxgBIAMoCzIeLmFtYml0Lmtlcm5lbC52MS5XYXRjaGVkUmVjb3JkIkoKDVdhdGNoZWRSZWNvcmQSDgoGc291cmNlGAEgASgJEhIKCnJlY29yZF9rZXkYAiABKAkSFQoNc3RhdGVfdmVyc2lvbhgDIAEoCTLLBQoOQWRhcHRlclNlcnZpY2USXgoNQXV0aG9yaXplUmVhZBIlLmFtYml0Lmtlcm5lbC52MS5BdXRob3JpemVSZWFkUmVxdWVzdBomLmFtYml0Lmtlcm5lbC52MS5BdXRob3JpemVSZWFkUmVzcG9uc2USYQoOUmVjb3JkRXZpZGVuY2USJi5hbWJpdC5rZXJuZWwudjEuUmVjb3JkRXZpZGVuY2VSZXF1ZXN0GicuYW1iaXQua2VybmVsLnYxLlJlY29yZEV2aWRlbmNlUmVzcG9uc2USZwoQUmVkZWVtQ2FwYWJpbGl0eRIoLmFtYml0Lmtlcm5lbC52MS5SZWRlZW1DYXBhYmlsaXR5UmVxdWVzdBopLmFtYml0Lmtlcm5lbC52MS5SZWRlZW1DYXBhYmlsaXR5UmVzcG9uc2USWwoMUmVjb3JkRWZmZWN0EiQuYW1iaXQua2VybmVsLnYxLlJlY29yZEVmZmVjdFJlcXVlc3QaJS5hbWJpdC5rZXJuZWwudjEuUmVjb3JkRWZmZWN0UmVzcG9uc2USYQoOUmVjb3JkUmVhZGJhY2sSJi5hbWJpdC5rZXJuZWwudjEuUmVjb3JkUmVhZGJhY2tSZXF1ZXN0GicuYW1iaXQua2VybmVsLnYxLlJlY29yZFJlYWRiYWNrUmVzcG9uc2USagoRUmVwb3J0U3RhdGVDaGFuZ2USKS5hbWJpdC5rZXJuZWwudjEuUmVwb3J0U3RhdGVDaGFuZ2VSZXF1ZXN0GiouYW1iaXQua2VybmVsLnYxLlJlcG9ydFN0YXRlQ2hhbmdlUmVzcG9uc2USYQoOV2F0Y2hlZFJlY29yZHMSJi5hbWJpdC5rZXJuZWwudjEuV2F0Y2hlZFJlY29yZHNSZXF1ZXN0GicuYW1iaXQua2VybmVsLnYxLldhdGNoZWRSZWNvcmRzUmVzcG9uc2VCwgEKE2NvbS5hbWJpdC5rZXJuZWwudjFCDEFkYXB0ZXJQcm90b1ABWj9naXRodWIuY29tL2FtYml0a2VybmVsL2FtYml0L3Byb3RvL2dlbi9hbWJpdC9rZXJuZWwvdjE7a2VybmVsdjGiAgNBS1iqAg9BbWJpdC5LZXJuZWwuVjHKAg9BbWJpdFxLZXJuZWxcVjHiAhtBbWJpdFxLZXJuZWxcVjFcR1BCTWV0YWRhdGHqAhFBbWJpdDo6S2VybmVsOjpWMWIGcHJvdG8z", [file_ambit_agent_v1_agent, file_ambit_contract_v1_contract, file_ambit_receipt_v1_receipt, file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("Ch1hbWJpdC9rZXJuZWwvdjEvYWRhcHRlci5wcm90bxIPYW1iaXQua2VybmVsLnYxIs0BChRBdXRob3JpemVSZWFkUmVxdWVzdBIbCgd0YXNrX2lkGAEgASgJQgq6SAdyBRABGIACEhoKBnNvdXJjZRgCIAEoCUIKukgHcgUQARiAARIeCgpyZWNvcmRfa2V5GAMgASgJQgq6SAdyBRABGIACEiQKBmZpZWxkcxgEIAMoCUIUukgRkgEOCAEQgAIiB3IFEAEYgAESGQoFYWdlbnQYBSABKAlCCrpIB3IFEAEYgAISGwoHcHVycG9zZRgGIAEoCUIKukgHcgUQARiAAiLcAQoVQXV0aG9yaXplUmVhZFJlc3BvbnNlEjEKCnByb3ZlbmFuY2UYASABKA4yHS5hbWJpdC5jb250cmFjdC52MS5Qcm92ZW5hbmNlEjAKB2Rlcml2ZWQYAiADKAsyHy5hbWJpdC5jb250cmFjdC52MS5EZXJpdmVkRmllbGQSEwoLcXVhcmFudGluZWQYAyADKAkSFQoNY29uZmluZV9maWVsZBgEIAEoCRIVCg1jb25maW5lX3ZhbHVlGAUgASgJEhsKE2JvdW5kX3N0YXRlX3ZlcnNpb24YBiABKAkiRAoVUmVjb3JkRXZpZGVuY2VSZXF1ZXN0EisKB3JlY2VpcHQYASABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlImIKFlJlY29yZEV2aWRlbmNlUmVzcG9uc2USFQoNc3RhdGVfY2hhbmdlZBgBIAEoCBIeChZyZXZva2VkX2NhcGFiaWxpdHlfaWRzGAIgAygJEhEKCWxvZ19pbmRleBgDIAEoBCKeAQoXUmVkZWVtQ2FwYWJpbGl0eVJlcXVlc3QSNgoKY2FwYWJpbGl0eRgBIAEoCzIaLmFtYml0LnJlY2VpcHQudjEuRW52ZWxvcGVCBrpIA8gBARIjCg9pZGVtcG90ZW5jeV9rZXkYAyABKAlCCrpIB3IFEAEYgAESGAoGaG9sZGVyGAQgASgJQgi6SAVyAxiAAkoECAIQA1IGYWN0aW9uIlkKGFJlZGVlbUNhcGFiaWxpdHlSZXNwb25zZRINCgVmaXJzdBgBIAEoCBIuCgpjb21taXRtZW50GAIgASgLMhouYW1iaXQuYWdlbnQudjEuQ29tbWl0bWVudCJCChNSZWNvcmRFZmZlY3RSZXF1ZXN0EisKB3JlY2VpcHQYASABKAsyGi5hbWJpdC5yZWNlaXB0LnYxLkVudmVsb3BlIlkKFFJlY29yZEVmZmVjdFJlc3BvbnNlEi4KCmNvbW1pdG1lbnQYASABKAsyGi5hbWJpdC5hZ2VudC52MS5Db21taXRtZW50EhEKCWxvZ19pbmRleBgCIAEoBCJDChRSZWNvcmRSZWZ1c2FsUmVxdWVzdBIrCgdyZWNlaXB0GAEgASgLMhouYW1iaXQucmVjZWlwdC52MS5FbnZlbG9wZSJaChVSZWNvcmRSZWZ1c2FsUmVzcG9uc2USLgoKY29tbWl0bWVudBgBIAEoCzIaLmFtYml0LmFnZW50LnYxLkNvbW1pdG1lbnQSEQoJbG9nX2luZGV4GAIgASgEIkQKFVJlY29yZFJlYWRiYWNrUmVxdWVzdBIrCgdyZWNlaXB0GAEgASgLMhouYW1iaXQucmVjZWlwdC52MS5FbnZlbG9wZSJbChZSZWNvcmRSZWFkYmFja1Jlc3BvbnNlEi4KCmNvbW1pdG1lbnQYASABKAsyGi5hbWJpdC5hZ2VudC52MS5Db21taXRtZW50EhEKCWxvZ19pbmRleBgCIAEoBCKoAQoYUmVwb3J0U3RhdGVDaGFuZ2VSZXF1ZXN0EhoKBnNvdXJjZRgBIAEoCUIKukgHcgUQARiAARIeCgpyZWNvcmRfa2V5GAIgASgJQgq6SAdyBRABGIACEh8KDXN0YXRlX3ZlcnNpb24YAyABKAlCCLpIBXIDGIACEi8KC29ic2VydmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJSChlSZXBvcnRTdGF0ZUNoYW5nZVJlc3BvbnNlEhUKDXN0YXRlX2NoYW5nZWQYASABKAgSHgoWcmV2b2tlZF9jYXBhYmlsaXR5X2lkcxgCIAMoCSIXChVXYXRjaGVkUmVjb3Jkc1JlcXVlc3QiSQoWV2F0Y2hlZFJlY29yZHNSZXNwb25zZRIvCgdyZWNvcmRzGAEgAygLMh4uYW1iaXQua2VybmVsLnYxLldhdGNoZWRSZWNvcmQiSgoNV2F0Y2hlZFJlY29yZBIOCgZzb3VyY2UYASABKAkSEgoKcmVjb3JkX2tleRgCIAEoCRIVCg1zdGF0ZV92ZXJzaW9uGAMgASgJMqsGCg5BZGFwdGVyU2VydmljZRJeCg1BdXRob3JpemVSZWFkEiUuYW1iaXQua2VybmVsLnYxLkF1dGhvcml6ZVJlYWRSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLkF1dGhvcml6ZVJlYWRSZXNwb25zZRJhCg5SZWNvcmRFdmlkZW5jZRImLmFtYml0Lmtlcm5lbC52MS5SZWNvcmRFdmlkZW5jZVJlcXVlc3QaJy5hbWJpdC5rZXJuZWwudjEuUmVjb3JkRXZpZGVuY2VSZXNwb25zZRJnChBSZWRlZW1DYXBhYmlsaXR5EiguYW1iaXQua2VybmVsLnYxLlJlZGVlbUNhcGFiaWxpdHlSZXF1ZXN0GikuYW1iaXQua2VybmVsLnYxLlJlZGVlbUNhcGFiaWxpdHlSZXNwb25zZRJbCgxSZWNvcmRFZmZlY3QSJC5hbWJpdC5rZXJuZWwudjEuUmVjb3JkRWZmZWN0UmVxdWVzdBolLmFtYml0Lmtlcm5lbC52MS5SZWNvcmRFZmZlY3RSZXNwb25zZRJeCg1SZWNvcmRSZWZ1c2FsEiUuYW1iaXQua2VybmVsLnYxLlJlY29yZFJlZnVzYWxSZXF1ZXN0GiYuYW1iaXQua2VybmVsLnYxLlJlY29yZFJlZnVzYWxSZXNwb25zZRJhCg5SZWNvcmRSZWFkYmFjaxImLmFtYml0Lmtlcm5lbC52MS5SZWNvcmRSZWFkYmFja1JlcXVlc3QaJy5hbWJpdC5rZXJuZWwudjEuUmVjb3JkUmVhZGJhY2tSZXNwb25zZRJqChFSZXBvcnRTdGF0ZUNoYW5nZRIpLmFtYml0Lmtlcm5lbC52MS5SZXBvcnRTdGF0ZUNoYW5nZVJlcXVlc3QaKi5hbWJpdC5rZXJuZWwudjEuUmVwb3J0U3RhdGVDaGFuZ2VSZXNwb25zZRJhCg5XYXRjaGVkUmVjb3JkcxImLmFtYml0Lmtlcm5lbC52MS5XYXRjaGVkUmVjb3Jkc1JlcXVlc3QaJy5hbWJpdC5rZXJuZWwudjEuV2F0Y2hlZFJlY29yZHNSZXNwb25zZULCAQoTY29tLmFtYml0Lmtlcm5lbC52MUIMQWRhcHRlclByb3RvUAFaP2dpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L2tlcm5lbC92MTtrZXJuZWx2MaICA0FLWKoCD0FtYml0Lktlcm5lbC5WMcoCD0FtYml0XEtlcm5lbFxWMeICG0FtYml0XEtlcm5lbFxWMVxHUEJNZXRhZGF0YeoCEUFtYml0OjpLZXJuZWw6OlYxYgZwcm90bzM", [file_ambit_agent_v1_agent, file_ambit_contract_v1_contract, file_ambit_receipt_v1_receipt, file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * AuthorizeReadRequest names a read.
@@ -313,6 +313,55 @@ export const RecordEffectResponseSchema: GenMessage<RecordEffectResponse> = /*@_
   messageDesc(file_ambit_kernel_v1_adapter, 7);
 
 /**
+ * RecordRefusalRequest carries a signed refusal receipt.
+ *
+ * @generated from message ambit.kernel.v1.RecordRefusalRequest
+ */
+export type RecordRefusalRequest = Message<"ambit.kernel.v1.RecordRefusalRequest"> & {
+  /**
+   * The signed refusal receipt.
+   *
+   * @generated from field: ambit.receipt.v1.Envelope receipt = 1;
+   */
+  receipt?: Envelope | undefined;
+};
+
+/**
+ * Describes the message ambit.kernel.v1.RecordRefusalRequest.
+ * Use `create(RecordRefusalRequestSchema)` to create a new message.
+ */
+export const RecordRefusalRequestSchema: GenMessage<RecordRefusalRequest> = /*@__PURE__*/
+  messageDesc(file_ambit_kernel_v1_adapter, 8);
+
+/**
+ * RecordRefusalResponse reports the commitment.
+ *
+ * @generated from message ambit.kernel.v1.RecordRefusalResponse
+ */
+export type RecordRefusalResponse = Message<"ambit.kernel.v1.RecordRefusalResponse"> & {
+  /**
+   * The commitment as it stands.
+   *
+   * @generated from field: ambit.agent.v1.Commitment commitment = 1;
+   */
+  commitment?: Commitment | undefined;
+
+  /**
+   * The signed receipt's leaf index in the kernel's Merkle log.
+   *
+   * @generated from field: uint64 log_index = 2;
+   */
+  logIndex: bigint;
+};
+
+/**
+ * Describes the message ambit.kernel.v1.RecordRefusalResponse.
+ * Use `create(RecordRefusalResponseSchema)` to create a new message.
+ */
+export const RecordRefusalResponseSchema: GenMessage<RecordRefusalResponse> = /*@__PURE__*/
+  messageDesc(file_ambit_kernel_v1_adapter, 9);
+
+/**
  * RecordReadbackRequest carries a signed readback receipt.
  *
  * @generated from message ambit.kernel.v1.RecordReadbackRequest
@@ -331,7 +380,7 @@ export type RecordReadbackRequest = Message<"ambit.kernel.v1.RecordReadbackReque
  * Use `create(RecordReadbackRequestSchema)` to create a new message.
  */
 export const RecordReadbackRequestSchema: GenMessage<RecordReadbackRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 8);
+  messageDesc(file_ambit_kernel_v1_adapter, 10);
 
 /**
  * RecordReadbackResponse reports the commitment.
@@ -360,7 +409,7 @@ export type RecordReadbackResponse = Message<"ambit.kernel.v1.RecordReadbackResp
  * Use `create(RecordReadbackResponseSchema)` to create a new message.
  */
 export const RecordReadbackResponseSchema: GenMessage<RecordReadbackResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 9);
+  messageDesc(file_ambit_kernel_v1_adapter, 11);
 
 /**
  * ReportStateChangeRequest names a record and the state version observed.
@@ -404,7 +453,7 @@ export type ReportStateChangeRequest = Message<"ambit.kernel.v1.ReportStateChang
  * Use `create(ReportStateChangeRequestSchema)` to create a new message.
  */
 export const ReportStateChangeRequestSchema: GenMessage<ReportStateChangeRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 10);
+  messageDesc(file_ambit_kernel_v1_adapter, 12);
 
 /**
  * ReportStateChangeResponse reports what the change revoked.
@@ -432,7 +481,7 @@ export type ReportStateChangeResponse = Message<"ambit.kernel.v1.ReportStateChan
  * Use `create(ReportStateChangeResponseSchema)` to create a new message.
  */
 export const ReportStateChangeResponseSchema: GenMessage<ReportStateChangeResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 11);
+  messageDesc(file_ambit_kernel_v1_adapter, 13);
 
 /**
  * WatchedRecordsRequest asks for the records to watch.
@@ -447,7 +496,7 @@ export type WatchedRecordsRequest = Message<"ambit.kernel.v1.WatchedRecordsReque
  * Use `create(WatchedRecordsRequestSchema)` to create a new message.
  */
 export const WatchedRecordsRequestSchema: GenMessage<WatchedRecordsRequest> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 12);
+  messageDesc(file_ambit_kernel_v1_adapter, 14);
 
 /**
  * WatchedRecordsResponse lists records and their last seen versions.
@@ -468,7 +517,7 @@ export type WatchedRecordsResponse = Message<"ambit.kernel.v1.WatchedRecordsResp
  * Use `create(WatchedRecordsResponseSchema)` to create a new message.
  */
 export const WatchedRecordsResponseSchema: GenMessage<WatchedRecordsResponse> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 13);
+  messageDesc(file_ambit_kernel_v1_adapter, 15);
 
 /**
  * WatchedRecord is one record a task's grants depend on.
@@ -503,7 +552,7 @@ export type WatchedRecord = Message<"ambit.kernel.v1.WatchedRecord"> & {
  * Use `create(WatchedRecordSchema)` to create a new message.
  */
 export const WatchedRecordSchema: GenMessage<WatchedRecord> = /*@__PURE__*/
-  messageDesc(file_ambit_kernel_v1_adapter, 14);
+  messageDesc(file_ambit_kernel_v1_adapter, 16);
 
 /**
  * AdapterService is served on the kernel's adapter listener to peers whose
@@ -559,6 +608,18 @@ export const AdapterService: GenService<{
     methodKind: "unary";
     input: typeof RecordEffectRequestSchema;
     output: typeof RecordEffectResponseSchema;
+  },
+  /**
+   * RecordRefusal logs a signed refusal receipt: the target refused a
+   * redeemed capability's effect and holds nothing of it. Idempotent.
+   * Action adapters only.
+   *
+   * @generated from rpc ambit.kernel.v1.AdapterService.RecordRefusal
+   */
+  recordRefusal: {
+    methodKind: "unary";
+    input: typeof RecordRefusalRequestSchema;
+    output: typeof RecordRefusalResponseSchema;
   },
   /**
    * RecordReadback logs a signed readback receipt and closes the commitment

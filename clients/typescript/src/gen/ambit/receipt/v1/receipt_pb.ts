@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ambit/receipt/v1/receipt.proto.
  */
 export const file_ambit_receipt_v1_receipt: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hbWJpdC9yZWNlaXB0L3YxL3JlY2VpcHQucHJvdG8SEGFtYml0LnJlY2VpcHQudjEipAEKCEVudmVsb3BlEh4KDHBheWxvYWRfdHlwZRgBIAEoCUIIukgFcgMYgAISGgoHcGF5bG9hZBgCIAEoDEIJukgGegQYgIAQEhgKBmtleV9pZBgDIAEoCUIIukgFcgMYgAESGgoJc2lnbmF0dXJlGAQgASgMQge6SAR6AhhAEiYKBWJhdGNoGAUgASgLMhcuYW1iaXQucmVjZWlwdC52MS5CYXRjaCJPCgVCYXRjaBINCgVpbmRleBgBIAEoBBIZCgRzaXplGAIgASgEQgu6SAgyBhiAgAQoAhIcCgRwYXRoGAMgAygMQg66SAuSAQgQECIEegJoICLWAgoPRXZpZGVuY2VSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSDwoHdGFza19pZBgCIAEoCRIOCgZzb3VyY2UYAyABKAkSEgoKcmVjb3JkX2tleRgEIAEoCRIOCgZmaWVsZHMYBSADKAkSFQoNc3RhdGVfdmVyc2lvbhgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEisKB3JlYWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbnRlbnRfaGFzaBgJIAEoCRIxCgpwcm92ZW5hbmNlGAogASgOMh0uYW1iaXQuY29udHJhY3QudjEuUHJvdmVuYW5jZRIOCgZpc3N1ZXIYCyABKAkSJwoGdmFsdWVzGAwgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtxdWFyYW50aW5lZBgNIAMoCSKpAwoPRGVjaXNpb25SZWNlaXB0EhMKC2RlY2lzaW9uX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSDQoFYWdlbnQYAyABKAkSGAoQY29udHJhY3RfaXRlbV9pZBgEIAEoCRIVCg1jb250cmFjdF9oYXNoGAUgASgJEhMKC2xlZGdlcl9oZWFkGAYgASgJEikKBGNhbGwYDiABKAsyGy5hbWJpdC5jb250cmFjdC52MS5Ub29sQ2FsbBInCgVmYWN0cxgIIAEoCzIYLmFtYml0LmNvbnRyYWN0LnYxLkZhY3RzEi4KCGV2aWRlbmNlGAkgAygLMhwuYW1iaXQucmVjZWlwdC52MS5SZWNlaXB0UmVmEi0KCGRlY2lzaW9uGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuRGVjaXNpb24SLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY2FwYWJpbGl0eV9pZBgMIAEoCRITCgthcHByb3ZhbF9pZBgNIAEoCUoECAcQCFIGYWN0aW9uIjYKClJlY2VpcHRSZWYSEgoKcmVjZWlwdF9pZBgBIAEoCRIUCgxwYXlsb2FkX2hhc2gYAiABKAki3QIKCkNhcGFiaWxpdHkSFQoNY2FwYWJpbGl0eV9pZBgBIAEoCRITCgtkZWNpc2lvbl9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhUKDWNvbnRyYWN0X2hhc2gYBCABKAkSKQoEY2FsbBgMIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLlRvb2xDYWxsEhMKC2Rlc3RpbmF0aW9uGAYgASgJEhUKDXN0YXRlX3ZlcnNpb24YByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEi0KCWlzc3VlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaG9sZGVyGAsgASgJEg4KBnJlY29yZBgNIAEoCUoECAUQBlIGYWN0aW9uIocCCg1FZmZlY3RSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSFQoNY2FwYWJpbGl0eV9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIpCgRjYWxsGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuVG9vbENhbGwSEwoLZGVzdGluYXRpb24YBiABKAkSEgoKcmVjb3JkX3JlZhgHIAEoCRIvCgtleGVjdXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaXNzdWVyGAkgASgJSgQIBRAGUgZhY3Rpb24imQIKD1JlYWRiYWNrUmVjZWlwdBISCgpyZWNlaXB0X2lkGAEgASgJEhUKDWNhcGFiaWxpdHlfaWQYAiABKAkSGQoRZWZmZWN0X3JlY2VpcHRfaWQYAyABKAkSDwoHdGFza19pZBgEIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSMAoGc3RhdHVzGAYgASgOMiAuYW1iaXQucmVjZWlwdC52MS5SZWFkYmFja1N0YXR1cxIQCghmaW5kaW5ncxgHIAMoCRIVCg1yZWNvcmRzX2ZvdW5kGAggASgFEisKB3JlYWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmlzc3VlchgKIAEoCSptCg5SZWFkYmFja1N0YXR1cxIfChtSRUFEQkFDS19TVEFUVVNfVU5TUEVDSUZJRUQQABIcChhSRUFEQkFDS19TVEFUVVNfVkVSSUZJRUQQARIcChhSRUFEQkFDS19TVEFUVVNfTUlTTUFUQ0gQAkLJAQoUY29tLmFtYml0LnJlY2VpcHQudjFCDFJlY2VpcHRQcm90b1ABWkFnaXRodWIuY29tL2FtYml0a2VybmVsL2FtYml0L3Byb3RvL2dlbi9hbWJpdC9yZWNlaXB0L3YxO3JlY2VpcHR2MaICA0FSWKoCEEFtYml0LlJlY2VpcHQuVjHKAhBBbWJpdFxSZWNlaXB0XFYx4gIcQW1iaXRcUmVjZWlwdFxWMVxHUEJNZXRhZGF0YeoCEkFtYml0OjpSZWNlaXB0OjpWMWIGcHJvdG8z", [file_ambit_contract_v1_contract, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5hbWJpdC9yZWNlaXB0L3YxL3JlY2VpcHQucHJvdG8SEGFtYml0LnJlY2VpcHQudjEipAEKCEVudmVsb3BlEh4KDHBheWxvYWRfdHlwZRgBIAEoCUIIukgFcgMYgAISGgoHcGF5bG9hZBgCIAEoDEIJukgGegQYgIAQEhgKBmtleV9pZBgDIAEoCUIIukgFcgMYgAESGgoJc2lnbmF0dXJlGAQgASgMQge6SAR6AhhAEiYKBWJhdGNoGAUgASgLMhcuYW1iaXQucmVjZWlwdC52MS5CYXRjaCJPCgVCYXRjaBINCgVpbmRleBgBIAEoBBIZCgRzaXplGAIgASgEQgu6SAgyBhiAgAQoAhIcCgRwYXRoGAMgAygMQg66SAuSAQgQECIEegJoICLWAgoPRXZpZGVuY2VSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSDwoHdGFza19pZBgCIAEoCRIOCgZzb3VyY2UYAyABKAkSEgoKcmVjb3JkX2tleRgEIAEoCRIOCgZmaWVsZHMYBSADKAkSFQoNc3RhdGVfdmVyc2lvbhgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEisKB3JlYWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbnRlbnRfaGFzaBgJIAEoCRIxCgpwcm92ZW5hbmNlGAogASgOMh0uYW1iaXQuY29udHJhY3QudjEuUHJvdmVuYW5jZRIOCgZpc3N1ZXIYCyABKAkSJwoGdmFsdWVzGAwgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgtxdWFyYW50aW5lZBgNIAMoCSKpAwoPRGVjaXNpb25SZWNlaXB0EhMKC2RlY2lzaW9uX2lkGAEgASgJEg8KB3Rhc2tfaWQYAiABKAkSDQoFYWdlbnQYAyABKAkSGAoQY29udHJhY3RfaXRlbV9pZBgEIAEoCRIVCg1jb250cmFjdF9oYXNoGAUgASgJEhMKC2xlZGdlcl9oZWFkGAYgASgJEikKBGNhbGwYDiABKAsyGy5hbWJpdC5jb250cmFjdC52MS5Ub29sQ2FsbBInCgVmYWN0cxgIIAEoCzIYLmFtYml0LmNvbnRyYWN0LnYxLkZhY3RzEi4KCGV2aWRlbmNlGAkgAygLMhwuYW1iaXQucmVjZWlwdC52MS5SZWNlaXB0UmVmEi0KCGRlY2lzaW9uGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuRGVjaXNpb24SLgoKZGVjaWRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNY2FwYWJpbGl0eV9pZBgMIAEoCRITCgthcHByb3ZhbF9pZBgNIAEoCUoECAcQCFIGYWN0aW9uIjYKClJlY2VpcHRSZWYSEgoKcmVjZWlwdF9pZBgBIAEoCRIUCgxwYXlsb2FkX2hhc2gYAiABKAki3QIKCkNhcGFiaWxpdHkSFQoNY2FwYWJpbGl0eV9pZBgBIAEoCRITCgtkZWNpc2lvbl9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhUKDWNvbnRyYWN0X2hhc2gYBCABKAkSKQoEY2FsbBgMIAEoCzIbLmFtYml0LmNvbnRyYWN0LnYxLlRvb2xDYWxsEhMKC2Rlc3RpbmF0aW9uGAYgASgJEhUKDXN0YXRlX3ZlcnNpb24YByABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEi0KCWlzc3VlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaG9sZGVyGAsgASgJEg4KBnJlY29yZBgNIAEoCUoECAUQBlIGYWN0aW9uIocCCg1FZmZlY3RSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSFQoNY2FwYWJpbGl0eV9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIpCgRjYWxsGAogASgLMhsuYW1iaXQuY29udHJhY3QudjEuVG9vbENhbGwSEwoLZGVzdGluYXRpb24YBiABKAkSEgoKcmVjb3JkX3JlZhgHIAEoCRIvCgtleGVjdXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaXNzdWVyGAkgASgJSgQIBRAGUgZhY3Rpb24i4AEKDlJlZnVzYWxSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSFQoNY2FwYWJpbGl0eV9pZBgCIAEoCRIPCgd0YXNrX2lkGAMgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIpCgRjYWxsGAUgASgLMhsuYW1iaXQuY29udHJhY3QudjEuVG9vbENhbGwSDgoGcmVhc29uGAYgASgJEi4KCnJlZnVzZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmlzc3VlchgIIAEoCSKZAgoPUmVhZGJhY2tSZWNlaXB0EhIKCnJlY2VpcHRfaWQYASABKAkSFQoNY2FwYWJpbGl0eV9pZBgCIAEoCRIZChFlZmZlY3RfcmVjZWlwdF9pZBgDIAEoCRIPCgd0YXNrX2lkGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIwCgZzdGF0dXMYBiABKA4yIC5hbWJpdC5yZWNlaXB0LnYxLlJlYWRiYWNrU3RhdHVzEhAKCGZpbmRpbmdzGAcgAygJEhUKDXJlY29yZHNfZm91bmQYCCABKAUSKwoHcmVhZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGaXNzdWVyGAogASgJKm0KDlJlYWRiYWNrU3RhdHVzEh8KG1JFQURCQUNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhwKGFJFQURCQUNLX1NUQVRVU19WRVJJRklFRBABEhwKGFJFQURCQUNLX1NUQVRVU19NSVNNQVRDSBACQskBChRjb20uYW1iaXQucmVjZWlwdC52MUIMUmVjZWlwdFByb3RvUAFaQWdpdGh1Yi5jb20vYW1iaXRrZXJuZWwvYW1iaXQvcHJvdG8vZ2VuL2FtYml0L3JlY2VpcHQvdjE7cmVjZWlwdHYxogIDQVJYqgIQQW1iaXQuUmVjZWlwdC5WMcoCEEFtYml0XFJlY2VpcHRcVjHiAhxBbWJpdFxSZWNlaXB0XFYxXEdQQk1ldGFkYXRh6gISQW1iaXQ6OlJlY2VpcHQ6OlYxYgZwcm90bzM", [file_ambit_contract_v1_contract, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Envelope carries one signed record. Its signature is Ed25519 over the
@@ -551,6 +551,81 @@ export const EffectReceiptSchema: GenMessage<EffectReceipt> = /*@__PURE__*/
   messageDesc(file_ambit_receipt_v1_receipt, 6);
 
 /**
+ * RefusalReceipt is the action adapter's record that an effect's target
+ * refused it and holds nothing of it (e.g. a constraint of the target's
+ * table refused the row, or an HTTP target answered 4xx). The commitment
+ * closes as REFUSED and stops counting against the task's grant; the
+ * capability is not redeemed again.
+ *
+ * @generated from message ambit.receipt.v1.RefusalReceipt
+ */
+export type RefusalReceipt = Message<"ambit.receipt.v1.RefusalReceipt"> & {
+  /**
+   * Unique receipt identifier: the effect id the attempt was made under.
+   *
+   * @generated from field: string receipt_id = 1;
+   */
+  receiptId: string;
+
+  /**
+   * Capability redeemed.
+   *
+   * @generated from field: string capability_id = 2;
+   */
+  capabilityId: string;
+
+  /**
+   * Task it belongs to.
+   *
+   * @generated from field: string task_id = 3;
+   */
+  taskId: string;
+
+  /**
+   * Idempotency key of the attempt.
+   *
+   * @generated from field: string idempotency_key = 4;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The call that was refused.
+   *
+   * @generated from field: ambit.contract.v1.ToolCall call = 5;
+   */
+  call?: ToolCall | undefined;
+
+  /**
+   * The target's answer, e.g. "POST https://rail/pay answered 402 Payment
+   * Required".
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * When the target refused.
+   *
+   * @generated from field: google.protobuf.Timestamp refused_at = 7;
+   */
+  refusedAt?: Timestamp | undefined;
+
+  /**
+   * Identity of the executing adapter.
+   *
+   * @generated from field: string issuer = 8;
+   */
+  issuer: string;
+};
+
+/**
+ * Describes the message ambit.receipt.v1.RefusalReceipt.
+ * Use `create(RefusalReceiptSchema)` to create a new message.
+ */
+export const RefusalReceiptSchema: GenMessage<RefusalReceipt> = /*@__PURE__*/
+  messageDesc(file_ambit_receipt_v1_receipt, 7);
+
+/**
  * ReadbackReceipt is the verifier's independent reading of the system of
  * record against a decision and its effect.
  *
@@ -633,7 +708,7 @@ export type ReadbackReceipt = Message<"ambit.receipt.v1.ReadbackReceipt"> & {
  * Use `create(ReadbackReceiptSchema)` to create a new message.
  */
 export const ReadbackReceiptSchema: GenMessage<ReadbackReceipt> = /*@__PURE__*/
-  messageDesc(file_ambit_receipt_v1_receipt, 7);
+  messageDesc(file_ambit_receipt_v1_receipt, 8);
 
 /**
  * ReadbackStatus is the verifier's verdict on a postcondition.
