@@ -16,12 +16,14 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	verifierv1 "github.com/ambitkernel/ambit/proto/gen/ambit/verifier/v1"
 	"github.com/ambitkernel/ambit/sdk/client"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/pki"
+	"github.com/ambitkernel/ambit/sdk/serve"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"google.golang.org/grpc/codes"
@@ -480,6 +482,86 @@ func TestReadbackMismatchFailsCommitment(t *testing.T) {
 	// The self-view never answers facts outside its grant.
 	if _, err := st.Agent.SelfView(ctx, "task-mismatch", "commitments", "policy_thresholds"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("self-view of policy_thresholds: %v, want PermissionDenied", err)
+	}
+}
+
+// TestTargetRefusalClosesTheCommitment: a refund the payments table
+// refuses (a trigger, as a rail refusing a closed account would) closes
+// its commitment as REFUSED through the real processes: the refusal is
+// journaled, the self-view and the audit say so, a retry of the
+// capability is refused and attempts nothing, and the task's one refund
+// is free again: proposed afresh once the table takes it, it is paid
+// once and verified.
+func TestTargetRefusalClosesTheCommitment(t *testing.T) {
+	st := startStack(t, devstack.Options{})
+	ctx := testCtx(t)
+	const task = "task-refused"
+	db, err := sqldb.Open(filepath.Join(st.DataDir, "payments.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER account_closed BEFORE INSERT ON payments BEGIN SELECT RAISE(ABORT, 'payee account closed'); END`); err != nil {
+		t.Fatal(err)
+	}
+	d, r := allowed(t, st, task)
+	propose := func() *client.Decision {
+		t.Helper()
+		d, err := st.Agent.Propose(ctx, client.Proposal{Task: task, Purpose: demo.RefundPurpose, Tool: "refund",
+			Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if again := propose(); again.Allowed() {
+		t.Fatalf("a second refund while the first is outstanding was allowed: %v", again.GetDecision())
+	}
+	for attempt, want := range []errorv1.ErrorReason{errorv1.ErrorReason_ERROR_REASON_TARGET_REFUSED, errorv1.ErrorReason_ERROR_REASON_CAPABILITY_CLOSED} {
+		_, err := st.Agent.Execute(ctx, d)
+		if status.Code(err) != codes.FailedPrecondition || serve.Reason(err) != want {
+			t.Fatalf("execution %d: %v (%s), want FailedPrecondition %s", attempt, err, serve.Reason(err), want)
+		}
+	}
+	if n := payments(t, st, "task_id = ?", task); n != 0 {
+		t.Fatalf("%d payments after the refusal, want none", n)
+	}
+	v, err := st.Agent.SelfView(ctx, task, "commitments", "uncertainty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := v.GetCommitments(); len(cs) != 1 || cs[0].GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED ||
+		!strings.Contains(cs[0].GetNote(), "payee account closed") {
+		t.Errorf("self-view commitments %v, want one REFUSED naming the target's answer", cs)
+	}
+	if !strings.Contains(strings.Join(v.GetUncertainty(), "\n"), "was not carried out") {
+		t.Errorf("self-view uncertainty %v does not say the refund was not carried out", v.GetUncertainty())
+	}
+	entries, err := st.Gov.ListEntries(ctx, &kernelv1.ListEntriesRequest{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusals := slices.DeleteFunc(entries.GetEntries(), func(e *ledgerv1.Entry) bool { return e.GetKind() != "refusal" })
+	if len(refusals) != 1 {
+		t.Errorf("journal holds %d refusals, want 1", len(refusals))
+	}
+
+	if _, err := db.Exec(`DROP TRIGGER account_closed`); err != nil {
+		t.Fatal(err)
+	}
+	d2 := propose()
+	if !d2.Allowed() {
+		t.Fatalf("the refund proposed again after the refusal: %v, want ALLOW", d2.GetDecision())
+	}
+	eff, err := st.Agent.Execute(ctx, d2)
+	if err != nil {
+		t.Fatalf("the refund proposed again: %v", err)
+	}
+	if rb, err := st.Agent.Verify(ctx, d2, eff); err != nil || rb.GetReceipt().GetStatus() != receiptv1.ReadbackStatus_READBACK_STATUS_VERIFIED {
+		t.Errorf("readback of the refund proposed again: %v, %v; want VERIFIED", rb.GetReceipt(), err)
+	}
+	if n := payments(t, st, "task_id = ?", task); n != 1 {
+		t.Errorf("%d payments, want the one refund", n)
 	}
 }
 

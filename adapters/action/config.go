@@ -130,9 +130,11 @@ type SQLExecutor struct {
 
 // HTTPExecutor POSTs one JSON request per effect, with the idempotency
 // key in the Idempotency-Key header; the target must deduplicate on it.
-// A 2xx reply is the effect done; another 4xx is the target's refusal
-// (TARGET_REFUSED), except 408, 425 and 429, which, like 5xx and a lost
-// reply, are Unavailable: a retry sends the same request and key.
+// A 2xx reply is the effect done. Another 4xx is the target's refusal
+// (TARGET_REFUSED), which closes the commitment as REFUSED, except: 409,
+// refused but not closed, since it may answer another attempt under the
+// key; and 408, 425 and 429, which, like 5xx and a lost reply, are
+// Unavailable. After those a retry sends the same request and key.
 type HTTPExecutor struct {
 	// URL is the http(s) URL posted to.
 	URL string `json:"url"`

@@ -30,6 +30,7 @@ import (
 type Kernel interface {
 	RedeemCapability(ctx context.Context, in *kernelv1.RedeemCapabilityRequest, opts ...grpc.CallOption) (*kernelv1.RedeemCapabilityResponse, error)
 	RecordEffect(ctx context.Context, in *kernelv1.RecordEffectRequest, opts ...grpc.CallOption) (*kernelv1.RecordEffectResponse, error)
+	RecordRefusal(ctx context.Context, in *kernelv1.RecordRefusalRequest, opts ...grpc.CallOption) (*kernelv1.RecordRefusalResponse, error)
 }
 
 var _ Kernel = kernelv1.AdapterServiceClient(nil)
@@ -241,7 +242,7 @@ func (c *Core) first(ctx context.Context, a *attempt) (*actionv1.ExecuteResponse
 	}
 	ref, err := effect.Do(ctx)
 	if err != nil {
-		return nil, c.failed(ctx, a, entry.EffectID, err)
+		return nil, c.failed(ctx, a, entry, true, err)
 	}
 	return c.finish(ctx, a, entry, ref, first)
 }
@@ -270,7 +271,7 @@ func (c *Core) doAtomic(ctx context.Context, a *attempt, te txEffect, entry Entr
 		if _, found, gerr := c.d.Keys.Get(ctx, a.key()); gerr == nil && found {
 			return c.settleTaken(ctx, a, first)
 		}
-		return nil, c.failed(ctx, a, "", err)
+		return nil, c.failed(ctx, a, entry, false, err)
 	}
 	if c.d.AfterCommit != nil {
 		c.d.AfterCommit()
@@ -297,6 +298,9 @@ func (c *Core) settleTaken(ctx context.Context, a *attempt, first bool) (*action
 // settle answers a key that has an attempt: Done returns its receipt;
 // Started is resolved by the executor's target (see [Effect.Resolve]).
 func (c *Core) settle(ctx context.Context, a *attempt, entry Entry, first bool) (*actionv1.ExecuteResponse, error) {
+	if entry.Refused() {
+		return nil, c.refused(ctx, a, entry)
+	}
 	if entry.State == Done {
 		return c.answer(ctx, a, entry, true, first)
 	}
@@ -307,26 +311,76 @@ func (c *Core) settle(ctx context.Context, a *attempt, entry Entry, first bool) 
 	ctx = context.WithoutCancel(ctx)
 	ref, err := effect.Resolve(ctx)
 	if err != nil {
-		return nil, c.failed(ctx, a, entry.EffectID, err)
+		return nil, c.failed(ctx, a, entry, true, err)
 	}
 	return c.finish(ctx, a, entry, ref, first)
 }
 
-// failed handles an attempt that did not complete. When the target
-// certainly holds nothing of it, the key's Started row for the attempt
-// (effectID; empty when none was written) is removed so that a retry is a
-// first attempt again; an effect in doubt is logged, since only the
-// verifier's readback can now tell whether it happened.
-func (c *Core) failed(ctx context.Context, a *attempt, effectID string, err error) error {
+// failed handles an attempt that did not complete; started says whether
+// the key has a Started row for it (entry). A target that refused the
+// effect and certainly holds nothing of it settles the key (see refuse).
+// Otherwise, when the target certainly holds nothing of the attempt, its
+// Started row is removed so that a retry is a first attempt again; an
+// effect in doubt is logged, since only the verifier's readback can now
+// tell whether it happened.
+func (c *Core) failed(ctx context.Context, a *attempt, entry Entry, started bool, err error) error {
 	switch {
 	case errors.Is(err, ErrInDoubt):
 		a.log.Warn("effect in doubt: not attempted again", zap.String("executor", a.executor.Kind()), zap.Error(err))
-	case errors.Is(err, errNothingDone) && effectID != "":
-		if aerr := c.d.Keys.Abandon(ctx, a.key(), effectID); aerr != nil {
+	case errors.Is(err, ErrTargetRefused) && errors.Is(err, errNothingDone):
+		c.refuse(ctx, a, entry, started, err)
+	case errors.Is(err, errNothingDone) && started:
+		if aerr := c.d.Keys.Abandon(ctx, a.key(), entry.EffectID); aerr != nil {
 			a.log.Warn("abandon attempt", zap.Error(aerr))
 		}
 	}
 	return err
+}
+
+// refuse settles an attempt whose target refused the effect and holds
+// nothing of it: the key is written Done with a signed refusal receipt,
+// so that no attempt at it is made again, and the kernel closes the
+// commitment as REFUSED, which no longer counts against the task: the
+// agent may propose the effect again. A key another attempt settled
+// first keeps that settlement; a refusal the kernel could not log now,
+// the sweep sends it later.
+func (c *Core) refuse(ctx context.Context, a *attempt, entry Entry, started bool, cause error) {
+	env, err := c.d.Signer.Sign(&receiptv1.RefusalReceipt{
+		ReceiptId:      entry.EffectID,
+		CapabilityId:   a.capability.GetCapabilityId(),
+		TaskId:         a.capability.GetTaskId(),
+		IdempotencyKey: a.key(),
+		Call:           a.capability.GetCall(),
+		Reason:         strings.TrimPrefix(strings.TrimPrefix(cause.Error(), ErrTargetRefused.Error()+": "), errNothingDone.Error()+": "),
+		RefusedAt:      timestamppb.New(c.d.Now().UTC()),
+		Issuer:         c.d.Identity,
+	})
+	if err == nil && started {
+		err = c.d.Keys.Finish(ctx, a.key(), env)
+	} else if err == nil {
+		err = c.d.Keys.Settle(ctx, entry, env)
+	}
+	if err != nil {
+		a.log.Warn("refusal not kept", zap.String("receipt_id", entry.EffectID), zap.Error(err))
+		return
+	}
+	entry.State, entry.Receipt = Done, env
+	if _, err := c.record(ctx, entry); err != nil {
+		a.log.Warn("refusal not recorded", zap.String("receipt_id", entry.EffectID), zap.Error(err))
+	}
+}
+
+// refused answers a key its target refused: the kernel logs the refusal
+// if it has not, and the answer is the refusal, again.
+func (c *Core) refused(ctx context.Context, a *attempt, entry Entry) error {
+	if _, err := c.record(ctx, entry); err != nil {
+		a.log.Warn("refusal not recorded", zap.String("receipt_id", entry.EffectID), zap.Error(err))
+	}
+	var r receiptv1.RefusalReceipt
+	if err := proto.Unmarshal(entry.Receipt.GetPayload(), &r); err != nil {
+		return fmt.Errorf("decode stored refusal receipt of key %q: %w", entry.Key, err)
+	}
+	return fmt.Errorf("%w: %s", ErrTargetRefused, r.GetReason())
 }
 
 // finish signs the receipt of an effect that happened and marks its key
@@ -445,14 +499,24 @@ func (c *Core) record(ctx context.Context, e Entry) (uint64, error) {
 	ctx = context.WithoutCancel(ctx)
 	kctx, cancel := context.WithTimeout(ctx, c.d.KernelTimeout)
 	defer cancel()
-	resp, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: e.Receipt})
-	if err != nil {
-		return 0, fmt.Errorf("record effect %s: %w", e.EffectID, err)
+	var index uint64
+	if e.Refused() {
+		resp, err := c.d.Kernel.RecordRefusal(kctx, &kernelv1.RecordRefusalRequest{Receipt: e.Receipt})
+		if err != nil {
+			return 0, fmt.Errorf("record refusal %s: %w", e.EffectID, err)
+		}
+		index = resp.GetLogIndex()
+	} else {
+		resp, err := c.d.Kernel.RecordEffect(kctx, &kernelv1.RecordEffectRequest{Receipt: e.Receipt})
+		if err != nil {
+			return 0, fmt.Errorf("record effect %s: %w", e.EffectID, err)
+		}
+		index = resp.GetLogIndex()
 	}
 	if !e.Recorded {
 		c.marks.add(e.Key)
 	}
-	return resp.GetLogIndex(), nil
+	return index, nil
 }
 
 // keyLocks serialises the executions of one idempotency key in this

@@ -45,9 +45,15 @@
 //     the effect receipt (the capability's call and destination, the
 //     target's record_ref, executed_at) and writes the key Done with it.
 //     An sql executor whose database is the adapter's own writes the
-//     effect's row and the Done key in one transaction instead. A failure
-//     that certainly left nothing at the target removes the Started key;
-//     Unavailable DEPENDENCY_UNAVAILABLE or FailedPrecondition
+//     effect's row and the Done key in one transaction instead. A target
+//     that refused the effect and certainly holds nothing of it (a
+//     constraint of an sql table; an http 4xx but 408, 409, 425 and 429)
+//     settles the key Done with a signed refusal receipt, which the
+//     kernel logs (AdapterService/RecordRefusal) and closes the
+//     commitment as REFUSED, no longer counting against the task:
+//     FailedPrecondition TARGET_REFUSED answers it, and every retry. Any
+//     other failure that certainly left nothing at the target removes the
+//     Started key; Unavailable DEPENDENCY_UNAVAILABLE or FailedPrecondition
 //     TARGET_REFUSED answer it.
 //  7. A retry of a Done key returns its receipt (repeated). A retry of a
 //     Started key (a crash or failure between the effect and its receipt)

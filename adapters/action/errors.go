@@ -62,9 +62,11 @@ var (
 )
 
 // errNothingDone marks an executor error after which the target certainly
-// holds nothing of the attempt (e.g. no connection could be made): the
-// key's Started row is removed, so that a retry is a first attempt again.
-var errNothingDone = errors.New("nothing was sent to the target")
+// holds nothing of the attempt. When no connection could be made, the
+// key's Started row is removed, so that a retry is a first attempt again;
+// when the target refused the effect ([ErrTargetRefused]), the key is
+// settled as refused and the commitment closed (see [Core.Execute]).
+var errNothingDone = errors.New("the target holds nothing of it")
 
 // StateChangedError is a first execution refused because the record the
 // capability binds is no longer at its state version: it changed, or is

@@ -3,6 +3,7 @@ package action_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/ambitkernel/ambit/adapters/action"
 	actionv1 "github.com/ambitkernel/ambit/proto/gen/ambit/action/v1"
 	errorv1 "github.com/ambitkernel/ambit/proto/gen/ambit/error/v1"
+	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/mcpconn"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
@@ -75,6 +78,91 @@ func TestHTTPRetrySendsTheSameKey(t *testing.T) {
 				t.Errorf("target saw %v and performed %d effects; want the same request twice and one effect", requests, effects)
 			}
 		})
+	}
+}
+
+// TestTargetRefusalSettlesTheKey: a target that refuses the effect and
+// holds nothing of it (an sql table's constraint, whether the table shares
+// the key table's transaction or not; an http 4xx) settles the key with a
+// signed refusal receipt, which the kernel is sent; a retry is answered
+// with the refusal and attempts nothing, and has the kernel log it again
+// (idempotent there), so that a kernel that missed it learns it.
+func TestTargetRefusalSettlesTheKey(t *testing.T) {
+	for _, db := range databases {
+		for _, tc := range []struct {
+			tool   string
+			target func(targets) string // the sql table refusing, or "" for the hook
+			reason string
+		}{
+			{tool: "transfer", target: func(tg targets) string { return tg.targetDB() }, reason: "another unique column of the table refuses the row"},
+			{tool: "transfer_here", target: func(tg targets) string { return tg.actionDB() }, reason: "another unique column of the table refuses the row"},
+			{tool: "notify", reason: "402 Payment Required"},
+		} {
+			t.Run(db.name+"/"+tc.tool, func(t *testing.T) {
+				tg, hook, _ := db.targets(t)
+				k := &kernel{}
+				f := newFixture(t, k, tg, options{})
+				if tc.target != nil {
+					// The effect's id is taken: the table refuses its row.
+					runSQL(t, tc.target(tg), `INSERT INTO transfers (transfer_id, idempotency_key, account, currency, amount_minor, destination)
+						VALUES ('eff-0001', 'idem-other', 'acct-1', 'GBP', 1, 'x')`)
+				} else {
+					hook.failNext(1, http.StatusPaymentRequired)
+				}
+				req := request(f.keys.capability(t, "idem-1", toolCall(tc.tool, transferArgs)), "idem-1")
+				for attempt := range 2 {
+					_, err := f.h.Execute(agentCtx(), req)
+					if diff := cmp.Diff(refused, refusalOf(err)); diff != "" {
+						t.Fatalf("attempt %d: refusal (-want +got):\n%s", attempt, diff)
+					}
+				}
+				e, found := f.entry(t, "idem-1")
+				if !found || !e.Refused() || e.EffectID != "eff-0001" {
+					t.Fatalf("key after the refusal = %+v, want Done with a refusal receipt of eff-0001", e)
+				}
+				var r receiptv1.RefusalReceipt
+				if err := (envelope.Keyring{"action": f.keys.actionPub}).Open(e.Receipt, "action", &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.GetReceiptId() != "eff-0001" || r.GetIdempotencyKey() != "idem-1" || r.GetCapabilityId() != "cap-idem-1" ||
+					r.GetCall().GetTool() != tc.tool || !strings.Contains(r.GetReason(), tc.reason) || r.GetIssuer() != "action" {
+					t.Errorf("refusal receipt %v, want eff-0001 of cap-idem-1 under idem-1 naming %q", &r, tc.reason)
+				}
+				redeemed, recorded := k.counts()
+				if redeemed != 2 || recorded != 2 || !proto.Equal(k.recorded[0], e.Receipt) || !proto.Equal(k.recorded[1], e.Receipt) {
+					t.Errorf("kernel redeemed %d and was sent %d receipts, want 2 and the refusal twice", redeemed, recorded)
+				}
+				if tc.target != nil {
+					if got := transfers(t, tc.target(tg)); len(got) != 1 || got[0].Key != "idem-other" {
+						t.Errorf("target holds %v, want only the row that was there", got)
+					}
+				} else if requests, effects := hook.seen(); len(requests) != 1 || effects != 0 {
+					t.Errorf("target saw %d requests and performed %d effects, want the one refused", len(requests), effects)
+				}
+			})
+		}
+	}
+}
+
+// TestUnrecordedRefusalIsSwept: a refusal the kernel could not log when it
+// happened is sent by the sweep, as an effect receipt would be.
+func TestUnrecordedRefusalIsSwept(t *testing.T) {
+	tg, hook, _ := newTargets(t)
+	k := &kernel{}
+	f := newFixture(t, k, tg, options{})
+	hook.failNext(1, http.StatusUnprocessableEntity)
+	k.set(nil, status.Error(codes.Unavailable, "kernel down"))
+	req := request(f.keys.capability(t, "idem-1", toolCall("notify", transferArgs)), "idem-1")
+	if _, err := f.h.Execute(agentCtx(), req); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("Execute = %v, want TARGET_REFUSED", err)
+	}
+	k.set(nil, nil)
+	if n := f.core.Sweep(context.Background()); n != 1 {
+		t.Fatalf("sweep recorded %d receipts, want the refusal", n)
+	}
+	e, _ := f.entry(t, "idem-1")
+	if _, recorded := k.counts(); recorded != 1 || !proto.Equal(k.recorded[0], e.Receipt) || !e.Refused() || !e.Recorded {
+		t.Errorf("kernel was sent %d receipts; key %+v; want the refusal, noted as recorded", recorded, e)
 	}
 }
 

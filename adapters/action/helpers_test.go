@@ -90,6 +90,16 @@ func (k *kernel) RecordEffect(_ context.Context, in *kernelv1.RecordEffectReques
 	return &kernelv1.RecordEffectResponse{}, nil
 }
 
+func (k *kernel) RecordRefusal(_ context.Context, in *kernelv1.RecordRefusalRequest, _ ...grpc.CallOption) (*kernelv1.RecordRefusalResponse, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.recordErr != nil {
+		return nil, k.recordErr
+	}
+	k.recorded = append(k.recorded, in.GetReceipt())
+	return &kernelv1.RecordRefusalResponse{}, nil
+}
+
 func (k *kernel) set(redeemErr, recordErr error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -67,9 +67,10 @@ type httpEffect struct {
 }
 
 // Do sends the request: a 2xx reply is the effect done; 4xx the target's
-// refusal, except those that ask to be sent again later (408, 425, 429);
-// anything else leaves it to a retry, which sends the same request with
-// the same key.
+// refusal, except those that ask to be sent again later (408, 425, 429)
+// and 409, which may answer another attempt under the same key; anything
+// else leaves it to a retry, which sends the same request with the same
+// key.
 func (e *httpEffect) Do(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.x.url, bytes.NewReader(e.body))
 	if err != nil {
@@ -90,8 +91,10 @@ func (e *httpEffect) Do(ctx context.Context) (string, error) {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooEarly || resp.StatusCode == http.StatusTooManyRequests:
 		return "", fmt.Errorf("%w: %s answered %s", ErrTargetUnavailable, e.x.url, resp.Status)
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+	case resp.StatusCode == http.StatusConflict:
 		return "", fmt.Errorf("%w: %s answered %s", ErrTargetRefused, e.x.url, resp.Status)
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		return "", fmt.Errorf("%w: %w: %s answered %s", ErrTargetRefused, errNothingDone, e.x.url, resp.Status)
 	default:
 		return "", fmt.Errorf("%w: %s answered %s", ErrTargetUnavailable, e.x.url, resp.Status)
 	}

@@ -22,7 +22,9 @@ const (
 	// Started: an attempt at the effect may have begun; whether it
 	// happened is decided by the executor's target (see [Effect]).
 	Started State = iota + 1
-	// Done: the effect happened and its signed receipt is stored.
+	// Done: the effect happened and its signed receipt is stored, or its
+	// target refused it and the signed refusal receipt is (see
+	// [Entry.Refused]).
 	Done
 )
 
@@ -56,6 +58,13 @@ type Entry struct {
 	// Recorded is true once the kernel has logged Receipt.
 	Recorded bool
 }
+
+// refusalType is the payload type of a refusal receipt.
+var refusalType = string((&receiptv1.RefusalReceipt{}).ProtoReflect().Descriptor().FullName())
+
+// Refused reports whether the key is Done with a refusal receipt: its
+// target refused the effect and holds nothing of it.
+func (e Entry) Refused() bool { return e.State == Done && e.Receipt.GetPayloadType() == refusalType }
 
 // Errors of the key table, matched with errors.Is.
 var (
@@ -173,6 +182,14 @@ func (k *Keys) Start(ctx context.Context, e Entry) error {
 // When the key already has a row the error is [ErrKeyTaken].
 func (k *Keys) StartDone(ctx context.Context, tx *sql.Tx, e Entry, receipt *receiptv1.Envelope) error {
 	return k.insert(ctx, k.q.In(tx), e, Done, receipt)
+}
+
+// Settle writes e as Done with its receipt when no attempt wrote the key:
+// a refusal, after the transaction that would have written the effect and
+// the key together rolled back. When the key already has a row the error
+// is [ErrKeyTaken].
+func (k *Keys) Settle(ctx context.Context, e Entry, receipt *receiptv1.Envelope) error {
+	return k.insert(ctx, k.q, e, Done, receipt)
 }
 
 type execer interface {
