@@ -543,7 +543,15 @@ func TestTargetRefusalClosesTheCommitment(t *testing.T) {
 	}
 	refusals := slices.DeleteFunc(entries.GetEntries(), func(e *ledgerv1.Entry) bool { return e.GetKind() != "refusal" })
 	if len(refusals) != 1 {
-		t.Errorf("journal holds %d refusals, want 1", len(refusals))
+		t.Fatalf("journal holds %d refusals, want 1", len(refusals))
+	}
+	// The refusal proves itself offline, as any receipt does.
+	bundle := filepath.Join(t.TempDir(), "refusal.bundle")
+	if out, err := ambitctl(t, "receipt", "export", refusals[0].GetRef(), "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance", "--out", bundle); err != nil {
+		t.Fatalf("receipt export: %v\n%s", err, out)
+	}
+	if out, err := ambitctl(t, "receipt", "verify", "--pki", pki.IdentityDir(st.PKI, "agent"), bundle); err != nil || !strings.HasPrefix(out, "OK  RefusalReceipt "+refusals[0].GetRef()+" signed by action") {
+		t.Errorf("receipt verify: %v\n%s", err, out)
 	}
 
 	if _, err := db.Exec(`DROP TRIGGER account_closed`); err != nil {
