@@ -476,43 +476,9 @@ func (k *Kernel) RecordEffect(ctx context.Context, caller string, env *receiptv1
 	if err := k.act.Open(env, caller, &r); err != nil {
 		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "effect receipt: %v", err)
 	}
-	var out *agentv1.Commitment
-	var index uint64
-	err := k.store.Update(ctx, func(tx store.Tx) error {
-		now := k.clock()
-		row, err := issued(tx, r.GetCapabilityId())
-		if err != nil {
-			return err
-		}
-		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
-			return err
-		}
-		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || !sameCall(row, r.GetCall()) {
-			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "effect receipt %s does not match the call capability %s binds", r.GetReceiptId(), row.CapabilityID)
-		}
-		step := capability.Next(row.Status, capability.Effect)
-		switch step.Result {
-		case capability.Refuse:
-			return refuse(ErrStale, step.Refusal, "capability %s is %s; an effect needs a redemption first", row.CapabilityID, row.Status)
-		case capability.Repeat:
-			if row.EffectReceiptID != r.GetReceiptId() {
-				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s already has effect %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
-			}
-			if index, err = tx.LogIndex("effect", r.GetReceiptId()); err != nil {
-				return err
-			}
-		case capability.Move:
-			row.Status = step.To
-			row.EffectReceiptID = r.GetReceiptId()
-			if err := tx.UpdateCapability(row); err != nil {
-				return err
-			}
-			if index, err = k.appendEnvelope(tx, now, "effect", r.GetReceiptId(), env); err != nil {
-				return err
-			}
-		}
-		out = commitment(row, now)
-		return nil
+	out, index, err := k.settle(ctx, caller, env, settlement{
+		kind: "effect", event: capability.Effect, receiptID: r.GetReceiptId(),
+		capabilityID: r.GetCapabilityId(), taskID: r.GetTaskId(), key: r.GetIdempotencyKey(), call: r.GetCall(),
 	})
 	if err != nil {
 		return nil, 0, err
@@ -539,48 +505,10 @@ func (k *Kernel) RecordRefusal(ctx context.Context, caller string, env *receiptv
 	if r.GetReceiptId() == "" {
 		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "refusal receipt has no receipt_id")
 	}
-	var out *agentv1.Commitment
-	var index uint64
-	err := k.store.Update(ctx, func(tx store.Tx) error {
-		now := k.clock()
-		row, err := issued(tx, r.GetCapabilityId())
-		if err != nil {
-			return err
-		}
-		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
-			return err
-		}
-		if r.GetIdempotencyKey() != row.IdempotencyKey || r.GetTaskId() != row.TaskID || !sameCall(row, r.GetCall()) {
-			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "refusal receipt %s does not match the call capability %s binds", r.GetReceiptId(), row.CapabilityID)
-		}
-		step := capability.Next(row.Status, capability.TargetRefusal)
-		switch step.Result {
-		case capability.Refuse:
-			kind := ErrStale
-			if step.Refusal == "EFFECT_CONFLICT" {
-				kind = ErrExists
-			}
-			return refuse(kind, step.Refusal, "capability %s is %s; only a redeemed capability's effect can be refused", row.CapabilityID, row.Status)
-		case capability.Repeat:
-			if row.EffectReceiptID != r.GetReceiptId() {
-				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s was refused under %s, not %s", row.CapabilityID, row.EffectReceiptID, r.GetReceiptId())
-			}
-			if index, err = tx.LogIndex("refusal", r.GetReceiptId()); err != nil {
-				return err
-			}
-		case capability.Move:
-			row.Status = step.To
-			row.EffectReceiptID = r.GetReceiptId()
-			row.Note = truncate("refused by the target: "+r.GetReason(), maxRefusalNote)
-			if err := tx.UpdateCapability(row); err != nil {
-				return err
-			}
-			if index, err = k.appendEnvelope(tx, now, "refusal", r.GetReceiptId(), env); err != nil {
-				return err
-			}
-		}
-		out = commitment(row, now)
-		return nil
+	out, index, err := k.settle(ctx, caller, env, settlement{
+		kind: "refusal", event: capability.TargetRefusal, receiptID: r.GetReceiptId(),
+		capabilityID: r.GetCapabilityId(), taskID: r.GetTaskId(), key: r.GetIdempotencyKey(), call: r.GetCall(),
+		note: truncate("refused by the target: "+r.GetReason(), maxRefusalNote),
 	})
 	if err != nil {
 		return nil, 0, err
@@ -588,6 +516,71 @@ func (k *Kernel) RecordRefusal(ctx context.Context, caller string, env *receiptv
 	k.log.Info("refusal", zap.String("receipt", r.GetReceiptId()), zap.String("capability", r.GetCapabilityId()),
 		zap.String("task", r.GetTaskId()), zap.String("reason", r.GetReason()))
 	return out, index, nil
+}
+
+// settlement is what an action adapter's signed receipt says of the
+// capability it redeemed: its effect happened, or its target refused it.
+type settlement struct {
+	kind  string // the journal kind: "effect" or "refusal"
+	event capability.Event
+	// receiptID, capabilityID, taskID, key and call are the receipt's.
+	receiptID, capabilityID, taskID, key string
+	call                                 *contractv1.ToolCall
+	// note, when set, is the commitment's note once it moves.
+	note string
+}
+
+// settle journals an action adapter's receipt env, which s reads, and
+// moves the capability it names by s.event; the same receipt again is
+// answered as the first time, another one for the same capability is
+// refused.
+func (k *Kernel) settle(ctx context.Context, caller string, env *receiptv1.Envelope, s settlement) (*agentv1.Commitment, uint64, error) {
+	var out *agentv1.Commitment
+	var index uint64
+	err := k.store.Update(ctx, func(tx store.Tx) error {
+		now := k.clock()
+		row, err := issued(tx, s.capabilityID)
+		if err != nil {
+			return err
+		}
+		if err := k.serves.forCapability(caller, row.CapabilityID, row.Holder); err != nil {
+			return err
+		}
+		if s.key != row.IdempotencyKey || s.taskID != row.TaskID || !sameCall(row, s.call) {
+			return refuse(ErrInvalid, "RECEIPT_MISMATCH", "%s receipt %s does not match the call capability %s binds", s.kind, s.receiptID, row.CapabilityID)
+		}
+		step := capability.Next(row.Status, s.event)
+		switch step.Result {
+		case capability.Refuse:
+			kind := ErrStale
+			if step.Refusal == "EFFECT_CONFLICT" {
+				kind = ErrExists
+			}
+			return refuse(kind, step.Refusal, "capability %s is %s: it takes no %s receipt", row.CapabilityID, row.Status, s.kind)
+		case capability.Repeat:
+			if row.EffectReceiptID != s.receiptID {
+				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s is settled by %s, not %s", row.CapabilityID, row.EffectReceiptID, s.receiptID)
+			}
+			if index, err = tx.LogIndex(s.kind, s.receiptID); err != nil {
+				return err
+			}
+		case capability.Move:
+			row.Status = step.To
+			row.EffectReceiptID = s.receiptID
+			if s.note != "" {
+				row.Note = s.note
+			}
+			if err := tx.UpdateCapability(row); err != nil {
+				return err
+			}
+			if index, err = k.appendEnvelope(tx, now, s.kind, s.receiptID, env); err != nil {
+				return err
+			}
+		}
+		out = commitment(row, now)
+		return nil
+	})
+	return out, index, err
 }
 
 // truncate cuts s to at most n bytes, at a character's boundary, marking
