@@ -284,10 +284,23 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 		g.approvals.Forget(hash, r.ID)
 		approvalID, requestID = "", RequestID(g.opts.TaskID, call, "", r.Round+1, cited)
 	}
-	d, err := g.agent.Propose(ctx, client.Proposal{
-		Task: g.opts.TaskID, Purpose: g.opts.Purpose, Tool: tool, Args: json.RawMessage(call.Canonical()),
-		Evidence: evidence(cited), ApprovalID: approvalID, RequestID: requestID,
-	})
+	propose := func() (*client.Decision, error) {
+		return g.agent.Propose(ctx, client.Proposal{
+			Task: g.opts.TaskID, Purpose: g.opts.Purpose, Tool: tool, Args: json.RawMessage(call.Canonical()),
+			Evidence: evidence(cited), ApprovalID: approvalID, RequestID: requestID,
+		})
+	}
+	d, err := propose()
+	// A repeat of a decision whose target refused its effect: nothing was
+	// done under that capability, and it is closed, so the call is
+	// proposed afresh, under a request id that follows the refused one.
+	for n := 0; err == nil && n < maxRefusedRepeats && d.Allowed() && d.GetRepeated(); n++ {
+		if c := g.commitment(ctx, capabilityID(d)); c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED {
+			break
+		}
+		approvalID, requestID = "", AfterRefusal(requestID, capabilityID(d))
+		d, err = propose()
+	}
 	if err != nil {
 		reason := client.Reason(err)
 		g.log.Info("proposal refused", zap.String("task", g.opts.TaskID), zap.String("tool", tool), zap.String("reason", reason.String()))
@@ -321,7 +334,7 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 	if d.GetRepeated() {
 		// A repeat of a decision already carried out is reported, not
 		// carried out again: its capability is closed.
-		if effect, readback, ok := g.closed(ctx, capabilityID(d)); ok {
+		if effect, readback, ok := Closed(g.commitment(ctx, capabilityID(d))); ok {
 			g.log.Info("decision", append(fields, zap.String("effect", effect.ReceiptID), zap.String("readback", readback.ReceiptID))...)
 			return OutcomeResult(tool, d, Carried{ApprovalID: approvalID, Effect: effect, Readback: readback})
 		}
@@ -329,6 +342,11 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 	executed, err := g.agent.Execute(ctx, d)
 	if err != nil {
 		g.log.Info("execution failed", append(fields, zap.String("reason", client.Reason(err).String()), zap.Error(err))...)
+		if client.Reason(err) == errorv1.ErrorReason_ERROR_REASON_TARGET_REFUSED {
+			if c := g.commitment(ctx, capabilityID(d)); c.GetStatus() == agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED {
+				return RefusedResult(tool, d, approvalID, c)
+			}
+		}
 		return FailedResult(tool, d, approvalID, nil, err)
 	}
 	effect := EffectOf(executed)
@@ -344,21 +362,23 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 	return OutcomeResult(tool, d, Carried{ApprovalID: approvalID, Effect: effect, Readback: readback})
 }
 
-// closed looks the capability's commitment up in the self-view: when it
-// is closed, what it records. When the commitments are not visible, or
-// the commitment is still open, the caller carries on (the adapters
-// answer a retry with the first effect).
-func (g *Gateway) closed(ctx context.Context, capabilityID string) (Effect, Readback, bool) {
+// maxRefusedRepeats bounds how many refused capabilities of one call a
+// proposal follows to propose it afresh.
+const maxRefusedRepeats = 16
+
+// commitment looks the capability's commitment up in the self-view; nil
+// when the commitments are not visible or do not list it.
+func (g *Gateway) commitment(ctx context.Context, capabilityID string) *agentv1.Commitment {
 	view, err := g.agent.SelfView(ctx, g.opts.TaskID, "commitments")
 	if err != nil {
-		return Effect{}, Readback{}, false
+		return nil
 	}
 	for _, c := range view.GetCommitments() {
 		if c.GetCapabilityId() == capabilityID {
-			return Closed(c)
+			return c
 		}
 	}
-	return Effect{}, Readback{}, false
+	return nil
 }
 
 // boundary files a boundary-change request.

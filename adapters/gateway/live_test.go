@@ -258,6 +258,45 @@ func TestLive(t *testing.T) {
 				}
 			})
 
+			t.Run("a refund the target refuses is proposed afresh by the same call", func(t *testing.T) {
+				task := bindTask(t, s, "C-1001")
+				cs := connect(t, s, bin, task, transport)
+				// The payments table refuses this task's rows, as a rail
+				// refuses a closed account, until the trigger goes.
+				trigger := `"refuse-` + task + `"`
+				payments(t, s, `CREATE TRIGGER `+trigger+` BEFORE INSERT ON payments WHEN NEW.task_id = '`+task+`' BEGIN SELECT RAISE(ABORT, 'payee account closed'); END`)
+				readClaim(t, cs, "C-1001")
+				args := refund("C-1001", claimant, 1740, "approved-expense")
+				refused := call(t, cs, "refund", args)
+				if !refused.IsError || meta(refused, gateway.MetaErrorReason) != "ERROR_REASON_TARGET_REFUSED" ||
+					!strings.Contains(text(refused), "payee account closed") || !strings.Contains(text(refused), "closed as REFUSED") {
+					t.Fatalf("refund the target refuses: %s", text(refused))
+				}
+				if c := commitments(t, cs); len(c) != 1 || c[0]["status"] != "COMMITMENT_STATUS_REFUSED" {
+					t.Fatalf("commitments after the refusal: %v", c)
+				}
+				payments(t, s, `DROP TRIGGER `+trigger)
+				again := call(t, cs, "refund", args)
+				if again.IsError || meta(again, gateway.MetaOutcome) != "ALLOW" || meta(again, gateway.MetaReadbackStatus) != "VERIFIED" ||
+					meta(again, gateway.MetaDecisionID) == meta(refused, gateway.MetaDecisionID) {
+					t.Fatalf("the same call after the refusal: %s", text(again))
+				}
+				// Its retry repeats the new decision and executes nothing.
+				retry := call(t, cs, "refund", args)
+				if retry.IsError || meta(retry, gateway.MetaDecisionID) != meta(again, gateway.MetaDecisionID) ||
+					meta(retry, gateway.MetaEffectReceiptID) != meta(again, gateway.MetaEffectReceiptID) {
+					t.Errorf("a retry after the refund proposed afresh: %s", text(retry))
+				}
+				var statuses []string
+				for _, c := range commitments(t, cs) {
+					statuses = append(statuses, c["status"].(string))
+				}
+				slices.Sort(statuses)
+				if diff := cmp.Diff([]string{"COMMITMENT_STATUS_REFUSED", "COMMITMENT_STATUS_VERIFIED"}, statuses); diff != "" {
+					t.Errorf("commitments (-want +got):\n%s", diff)
+				}
+			})
+
 			t.Run("REVIEW, approval, then the same call proceeds", func(t *testing.T) {
 				cs := connect(t, s, bin, bindTask(t, s, "C-1003"), transport)
 				readClaim(t, cs, "C-1003")

@@ -242,6 +242,20 @@ func FailedResult(tool string, d *client.Decision, approvalID string, effect *Ef
 		tool, out.DecisionID, step, out.Error, tool), out, meta)
 }
 
+// RefusedResult is the error result of an ALLOW whose target refused the
+// effect: nothing was executed, the commitment is closed as REFUSED (its
+// note says why) and no longer counts against the task, and the same call
+// again is proposed afresh.
+func RefusedResult(tool string, d *client.Decision, approvalID string, c *agentv1.Commitment) *mcp.CallToolResult {
+	out, meta := decision(tool, d)
+	approvedBy(&out, meta, approvalID)
+	reason := errorv1.ErrorReason_ERROR_REASON_TARGET_REFUSED.String()
+	meta[MetaErrorReason] = reason
+	out.Error = reason + ": " + c.GetNote()
+	return result(true, fmt.Sprintf("ALLOW: %s was allowed (decision %s), but nothing was executed: %s. The commitment is closed as REFUSED and no longer counts against the task; calling %s again proposes it afresh.",
+		tool, out.DecisionID, c.GetNote(), tool), out, meta)
+}
+
 // Refusal is the structured content of a refused request.
 type Refusal struct {
 	Reason  string `json:"reason"`

@@ -114,6 +114,8 @@ func TestResultsGolden(t *testing.T) {
 			Readback: gateway.Readback{ReceiptID: "rb-1", Status: "MISMATCH", Findings: []string{"AMOUNT_MISMATCH"}}}),
 		"execution failed": gateway.FailedResult("refund", allow, "", nil,
 			refused(t, codes.Unavailable, "ERROR_REASON_KERNEL_UNAVAILABLE", "the kernel cannot be reached")),
+		"target refused": gateway.RefusedResult("refund", allow, "", &agentv1.Commitment{CapabilityId: "cap-1",
+			Status: agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED, EffectReceiptId: "eff-1", Note: "refused by the target: payee account closed"}),
 		"readback failed": gateway.FailedResult("refund", allow, "", &effect,
 			refused(t, codes.Unavailable, "ERROR_REASON_DEPENDENCY_UNAVAILABLE", "payments.db cannot be read")),
 		"refusal": gateway.RefusalResult("the read of claims_db",

@@ -50,8 +50,21 @@ func (s *Session) Cited() []*receiptv1.Envelope {
 // capability, which executes once; a new read, an approval or a new
 // round makes it a new proposal.
 func RequestID(task string, call *toolcall.Call, approvalID string, round int, cited []*receiptv1.Envelope) string {
+	return requestID(append([]string{"ambit-mcp-request-v1", task, call.Hash(), approvalID, strconv.Itoa(round)}, hashes(cited)...)...)
+}
+
+// AfterRefusal is the request id of a call proposed afresh because the
+// capability the request id refused obtained was refused by its target:
+// as stable as requestID, so that a retry of the new proposal repeats it.
+func AfterRefusal(refused, capabilityID string) string {
+	return requestID("ambit-mcp-after-refusal-v1", refused, capabilityID)
+}
+
+// requestID is a request id made of parts: "mcp-" and their hash, each
+// part ended by a zero byte.
+func requestID(parts ...string) string {
 	h := sha256.New()
-	for _, part := range append([]string{"ambit-mcp-request-v1", task, call.Hash(), approvalID, strconv.Itoa(round)}, hashes(cited)...) {
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

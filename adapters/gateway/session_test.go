@@ -96,9 +96,16 @@ func TestRequestID(t *testing.T) {
 		{"fewer reads", gateway.RequestID("task-1", refund, "", 0, []*receiptv1.Envelope{receipt(1)}), false},
 		{"no reads", gateway.RequestID("task-1", refund, "", 0, nil), false},
 		{"the approval id moved into the task", gateway.RequestID("task-1apr-1", refund, "", 0, []*receiptv1.Envelope{receipt(1), receipt(2)}), false},
+		{"after a refused capability", gateway.AfterRefusal(base, "cap-1"), false},
+		{"after another refused capability", gateway.AfterRefusal(base, "cap-2"), false},
 	} {
 		if got := tc.id == base; got != tc.same {
 			t.Errorf("%s: same id %v, want %v", tc.name, got, tc.same)
 		}
+	}
+	// A call proposed afresh after a refusal repeats its new proposal on
+	// a retry, and differs by the capability refused.
+	if a, b := gateway.AfterRefusal(base, "cap-1"), gateway.AfterRefusal(base, "cap-1"); a != b || a == gateway.AfterRefusal(base, "cap-2") || len(a) > 128 {
+		t.Errorf("AfterRefusal(base, cap-1) = %q then %q", a, b)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/document"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // The live tests start the stack with `ambitctl dev up` (or use the one
@@ -63,6 +64,23 @@ type stack struct {
 	Action   string   `json:"action"`
 	Verifier string   `json:"verifier"`
 	Agents   []string `json:"agents"`
+	// Examples holds each example's placeholder values (DATA: its data
+	// folder).
+	Examples map[string]map[string]string `json:"examples"`
+}
+
+// payments runs a statement on the expense-refund example's payments
+// table, the refund's system of record.
+func payments(t *testing.T, s stack, stmt string) {
+	t.Helper()
+	db, err := sqldb.Open(filepath.Join(s.Examples["expense-refund"]["DATA"], "payments.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
 }
 
 // binDir receives the binaries the live tests run, built from this
