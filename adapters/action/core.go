@@ -396,7 +396,13 @@ func (c *Core) finish(ctx context.Context, a *attempt, entry Entry, ref string, 
 	err = c.d.Keys.Finish(ctx, a.key(), env)
 	if errors.Is(err, ErrNotStarted) {
 		// Another process settled the same effect first: its receipt is
-		// the one.
+		// the one. Unless it settled the key as refused while this
+		// attempt's effect happened: that is no refusal, and only the
+		// verifier's readback can now tell what the target holds.
+		if taken, found, gerr := c.d.Keys.Get(ctx, a.key()); gerr == nil && found && taken.Refused() {
+			a.log.Error("effect committed under a key settled as refused", zap.String("receipt_id", entry.EffectID), zap.String("record_ref", ref))
+			return nil, fmt.Errorf("%w: its effect (record %s) happened after another attempt settled its key as refused", ErrInDoubt, ref)
+		}
 		return c.settleTaken(ctx, a, first)
 	}
 	if err != nil {

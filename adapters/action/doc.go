@@ -51,7 +51,9 @@
 //     settles the key Done with a signed refusal receipt, which the
 //     kernel logs (AdapterService/RecordRefusal) and closes the
 //     commitment as REFUSED, no longer counting against the task:
-//     FailedPrecondition TARGET_REFUSED answers it, and every retry. Any
+//     FailedPrecondition TARGET_REFUSED answers it, and every retry (an
+//     attempt of another process whose effect happened meanwhile is
+//     EFFECT_IN_DOUBT, logged as an error, for the readback). Any
 //     other failure that certainly left nothing at the target removes the
 //     Started key; Unavailable DEPENDENCY_UNAVAILABLE or FailedPrecondition
 //     TARGET_REFUSED answer it.

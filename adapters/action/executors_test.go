@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -141,6 +142,45 @@ func TestTargetRefusalSettlesTheKey(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestEffectAfterARefusalIsInDoubt: another process settles a key as
+// refused while this one's attempt at it succeeds (a target that changed
+// its answer between the two). The effect exists: the answer is not the
+// refusal but EFFECT_IN_DOUBT, logged as an error with the effect's
+// reference, for the readback to settle.
+func TestEffectAfterARefusalIsInDoubt(t *testing.T) {
+	tg, _, _ := newTargets(t)
+	k := &kernel{}
+	f := newFixture(t, k, tg, options{afterCommit: func(f *fixture) {
+		db, err := sqldb.Open(f.tg.actionDB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		keys, err := action.OpenKeys(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refusal, err := envelope.NewSigner("action", f.keys.actionPriv).Sign(&receiptv1.RefusalReceipt{ReceiptId: "eff-0001", Reason: "no"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := keys.Finish(context.Background(), "idem-1", refusal); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	req := request(f.keys.capability(t, "idem-1", toolCall("transfer", transferArgs)), "idem-1")
+	if _, err := f.h.Execute(agentCtx(), req); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "it is not repeated") {
+		t.Fatalf("Execute = %v, want EFFECT_IN_DOUBT", err)
+	}
+	if got := transfers(t, tg.targetDB()); len(got) != 1 {
+		t.Errorf("target holds %v, want the effect", got)
+	}
+	logged := f.logs.FilterMessage("effect committed under a key settled as refused").All()
+	if len(logged) != 1 || logged[0].Level != zap.ErrorLevel {
+		t.Errorf("log lines %v, want one error naming the effect", logged)
 	}
 }
 
