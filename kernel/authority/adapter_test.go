@@ -416,13 +416,13 @@ func TestRecordRefusal(t *testing.T) {
 		})
 	}
 
-	refused := w.refusal(c, "eff-1", "POST https://rail.example/pay answered 402 Payment Required")
+	refused := w.refusal(c, "eff-1", "https://rail.example/pay answered 402 Payment Required")
 	got, index, err := w.k.RecordRefusal(w.ctx, actionID, refused)
 	if err != nil {
 		t.Fatalf("RecordRefusal: %v", err)
 	}
 	if got.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED || got.GetEffectReceiptId() != "eff-1" ||
-		got.GetNote() != "refused by the target: POST https://rail.example/pay answered 402 Payment Required" {
+		got.GetNote() != "refused by the target: https://rail.example/pay answered 402 Payment Required" {
 		t.Errorf("commitment = %v, want REFUSED by eff-1 with the target's answer", got)
 	}
 	entries := w.entries()

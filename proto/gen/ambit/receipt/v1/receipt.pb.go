@@ -902,8 +902,8 @@ type RefusalReceipt struct {
 	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	// The call that was refused.
 	Call *v1.ToolCall `protobuf:"bytes,5,opt,name=call,proto3" json:"call,omitempty"`
-	// The target's answer, e.g. "POST https://rail/pay answered 402 Payment
-	// Required".
+	// The target's answer, e.g. "https://rail.example/pay answered 402
+	// Payment Required".
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// When the target refused.
 	RefusedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=refused_at,json=refusedAt,proto3" json:"refused_at,omitempty"`

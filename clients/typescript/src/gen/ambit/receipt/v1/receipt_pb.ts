@@ -596,8 +596,8 @@ export type RefusalReceipt = Message<"ambit.receipt.v1.RefusalReceipt"> & {
   call?: ToolCall | undefined;
 
   /**
-   * The target's answer, e.g. "POST https://rail/pay answered 402 Payment
-   * Required".
+   * The target's answer, e.g. "https://rail.example/pay answered 402
+   * Payment Required".
    *
    * @generated from field: string reason = 6;
    */
