@@ -130,8 +130,8 @@ func TestTargetRefusalSettlesTheKey(t *testing.T) {
 					t.Errorf("refusal receipt %v, want eff-0001 of cap-idem-1 under idem-1 naming %q", &r, tc.reason)
 				}
 				redeemed, recorded := k.counts()
-				if redeemed != 2 || recorded != 2 || !proto.Equal(k.recorded[0], e.Receipt) || !proto.Equal(k.recorded[1], e.Receipt) {
-					t.Errorf("kernel redeemed %d and was sent %d receipts, want 2 and the refusal twice", redeemed, recorded)
+				if redeemed != 2 || recorded != 0 || len(k.refusals) != 2 || !proto.Equal(k.refusals[0], e.Receipt) || !proto.Equal(k.refusals[1], e.Receipt) {
+					t.Errorf("kernel redeemed %d and was sent %d effects and %d refusals, want 2, none and the refusal twice", redeemed, recorded, len(k.refusals))
 				}
 				if tc.target != nil {
 					if got := transfers(t, tc.target(tg)); len(got) != 1 || got[0].Key != "idem-other" {
@@ -154,15 +154,8 @@ func TestEffectAfterARefusalIsInDoubt(t *testing.T) {
 	tg, _, _ := newTargets(t)
 	k := &kernel{}
 	f := newFixture(t, k, tg, options{afterCommit: func(f *fixture) {
-		db, err := sqldb.Open(f.tg.actionDB())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		keys, err := action.OpenKeys(context.Background(), db)
-		if err != nil {
-			t.Fatal(err)
-		}
+		keys, done := f.keyTable(t)
+		defer done()
 		refusal, err := envelope.NewSigner("action", f.keys.actionPriv).Sign(&receiptv1.RefusalReceipt{ReceiptId: "eff-0001", Reason: "no"})
 		if err != nil {
 			t.Fatal(err)
@@ -201,8 +194,8 @@ func TestUnrecordedRefusalIsSwept(t *testing.T) {
 		t.Fatalf("sweep recorded %d receipts, want the refusal", n)
 	}
 	e, _ := f.entry(t, "idem-1")
-	if _, recorded := k.counts(); recorded != 1 || !proto.Equal(k.recorded[0], e.Receipt) || !e.Refused() || !e.Recorded {
-		t.Errorf("kernel was sent %d receipts; key %+v; want the refusal, noted as recorded", recorded, e)
+	if _, recorded := k.counts(); recorded != 0 || len(k.refusals) != 1 || !proto.Equal(k.refusals[0], e.Receipt) || !e.Refused() || !e.Recorded {
+		t.Errorf("kernel was sent %d effects and %d refusals; key %+v; want the refusal alone, noted as recorded", recorded, len(k.refusals), e)
 	}
 }
 
@@ -349,15 +342,8 @@ func startKey(t *testing.T, f *fixture, key, tool, effectID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqldb.Open(f.tg.actionDB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	keys, err := action.OpenKeys(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, done := f.keyTable(t)
+	defer done()
 	if err := keys.Start(context.Background(), action.Entry{Key: key, CapabilityID: "cap-" + key, TaskID: "task-1", Tool: tool,
 		CallHash: call, EffectID: effectID, StartedAt: now}); err != nil {
 		t.Fatal(err)

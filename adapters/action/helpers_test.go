@@ -46,7 +46,8 @@ type kernel struct {
 	mu        sync.Mutex
 	redeemed  int
 	redeems   []*kernelv1.RedeemCapabilityRequest
-	recorded  []*receiptv1.Envelope
+	recorded  []*receiptv1.Envelope // effect receipts
+	refusals  []*receiptv1.Envelope // refusal receipts
 	redeemErr error
 	recordErr error
 	// now is the fixture's clock; ids are the capabilities redeemed.
@@ -96,7 +97,7 @@ func (k *kernel) RecordRefusal(_ context.Context, in *kernelv1.RecordRefusalRequ
 	if k.recordErr != nil {
 		return nil, k.recordErr
 	}
-	k.recorded = append(k.recorded, in.GetReceipt())
+	k.refusals = append(k.refusals, in.GetReceipt())
 	return &kernelv1.RecordRefusalResponse{}, nil
 }
 
@@ -590,20 +591,29 @@ func (f *fixture) entry(t testing.TB, key string) (action.Entry, bool) {
 // sweep would then find the receipts unnoted and send them again.
 func (f *fixture) stored(t testing.TB, key string) (action.Entry, bool) {
 	t.Helper()
-	db, err := sqldb.Open(f.tg.actionDB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	k, err := action.OpenKeys(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, done := f.keyTable(t)
+	defer done()
 	e, found, err := k.Get(context.Background(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e, found
+}
+
+// keyTable opens the adapter's key table on a connection of its own, as
+// another process sharing the table would; done closes it.
+func (f *fixture) keyTable(t testing.TB) (keys *action.Keys, done func()) {
+	t.Helper()
+	db, err := sqldb.Open(f.tg.actionDB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err = action.OpenKeys(context.Background(), db)
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return keys, func() { _ = db.Close() }
 }
 
 // refusal is a status as a comparable value: code, message and the

@@ -291,15 +291,19 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 		})
 	}
 	d, err := propose()
-	// A repeat of a decision whose target refused its effect: nothing was
-	// done under that capability, and it is closed, so the call is
-	// proposed afresh, under a request id that follows the refused one.
-	for n := 0; err == nil && n < maxRefusedRepeats && d.Allowed() && d.GetRepeated(); n++ {
-		if c := g.commitment(ctx, capabilityID(d)); c.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED {
+	// A repeated ALLOW's commitment, looked up once. When its target
+	// refused the effect, nothing was done under that capability and it is
+	// closed, so the call is proposed afresh, under a request id that
+	// follows the refused one.
+	var repeated *agentv1.Commitment
+	for n := 0; err == nil && d.Allowed() && d.GetRepeated(); n++ {
+		repeated = g.commitment(ctx, capabilityID(d))
+		if repeated.GetStatus() != agentv1.CommitmentStatus_COMMITMENT_STATUS_REFUSED || n == maxRefusedRepeats {
 			break
 		}
 		approvalID, requestID = "", AfterRefusal(requestID, capabilityID(d))
 		d, err = propose()
+		repeated = nil
 	}
 	if err != nil {
 		reason := client.Reason(err)
@@ -334,7 +338,7 @@ func (g *Gateway) effect(ctx context.Context, s *Session, tool string, args json
 	if d.GetRepeated() {
 		// A repeat of a decision already carried out is reported, not
 		// carried out again: its capability is closed.
-		if effect, readback, ok := Closed(g.commitment(ctx, capabilityID(d))); ok {
+		if effect, readback, ok := Closed(repeated); ok {
 			g.log.Info("decision", append(fields, zap.String("effect", effect.ReceiptID), zap.String("readback", readback.ReceiptID))...)
 			return OutcomeResult(tool, d, Carried{ApprovalID: approvalID, Effect: effect, Readback: readback})
 		}

@@ -502,9 +502,6 @@ func (k *Kernel) RecordRefusal(ctx context.Context, caller string, env *receiptv
 	if err := k.act.Open(env, caller, &r); err != nil {
 		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "refusal receipt: %v", err)
 	}
-	if r.GetReceiptId() == "" {
-		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "refusal receipt has no receipt_id")
-	}
 	out, index, err := k.settle(ctx, caller, env, settlement{
 		kind: "refusal", event: capability.TargetRefusal, receiptID: r.GetReceiptId(),
 		capabilityID: r.GetCapabilityId(), taskID: r.GetTaskId(), key: r.GetIdempotencyKey(), call: r.GetCall(),
@@ -535,6 +532,10 @@ type settlement struct {
 // answered as the first time, another one for the same capability is
 // refused.
 func (k *Kernel) settle(ctx context.Context, caller string, env *receiptv1.Envelope, s settlement) (*agentv1.Commitment, uint64, error) {
+	if s.receiptID == "" {
+		// The journal names the receipt by it, and a repeat is known by it.
+		return nil, 0, refuse(ErrInvalid, "RECEIPT_INVALID", "%s receipt has no receipt_id", s.kind)
+	}
 	var out *agentv1.Commitment
 	var index uint64
 	err := k.store.Update(ctx, func(tx store.Tx) error {

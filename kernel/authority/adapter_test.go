@@ -336,6 +336,7 @@ func TestRecordEffect(t *testing.T) {
 		{"caller is not the signer", evidenceID, w.effect(c, "eff-1"), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"tampered", actionID, flip(w.effect(c, "eff-1")), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"other idempotency key", actionID, otherKey, authority.ErrInvalid, "RECEIPT_MISMATCH"},
+		{"no receipt id", actionID, w.effect(c, ""), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"unknown capability", actionID, unknownCap, authority.ErrNotFound, "CAPABILITY_UNKNOWN"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
