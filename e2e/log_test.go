@@ -298,6 +298,11 @@ func TestLedgerVerifyAgainstCheckpoints(t *testing.T) {
 	if _, err := st.Gov.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{Limit: 1001}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("a page of 1001: %v, want InvalidArgument", err)
 	}
+	for _, req := range []*kernelv1.ListApprovalsRequest{{Limit: 1001}, {Limit: -1}, {State: 99}, {AfterApprovalId: strings.Repeat("a", 257)}} {
+		if _, err := st.Gov.ListApprovals(ctx, req); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("ListApprovals(%v): %v, want InvalidArgument", req, err)
+		}
+	}
 	proposeItems(t, st, "verify-item", 4)
 	// The ledger's items, three to a page, now and replayed to now: the
 	// same items, each once, in the order first recorded.

@@ -85,8 +85,19 @@ func TestKernelReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kernelv1.NewGovernanceServiceClient(conn).DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: d.GetApprovalId(), Approve: true}); err != nil {
+	gov := kernelv1.NewGovernanceServiceClient(conn)
+	// The first replica lists the approval the second asked for, from the
+	// shared store.
+	pending, err := gov.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{Limit: 1})
+	if err != nil || len(pending.GetApprovals()) != 1 || pending.GetApprovals()[0].GetApprovalId() != d.GetApprovalId() || pending.GetNextAfterApprovalId() != "" {
+		t.Fatalf("pending approvals on the first replica: %v, %v; want %s alone", pending, err, d.GetApprovalId())
+	}
+	if _, err := gov.DecideApproval(ctx, &kernelv1.DecideApprovalRequest{ApprovalId: d.GetApprovalId(), Approve: true}); err != nil {
 		t.Fatalf("approve on the first replica: %v", err)
+	}
+	approved, err := gov.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{State: kernelv1.ApprovalState_APPROVAL_STATE_APPROVED})
+	if err != nil || len(approved.GetApprovals()) != 1 || approved.GetApprovals()[0].GetApprovalId() != d.GetApprovalId() {
+		t.Fatalf("approved approvals: %v, %v; want %s", approved, err, d.GetApprovalId())
 	}
 	closing.ApprovalID = d.GetApprovalId()
 	d, err = second.Propose(ctx, closing)

@@ -157,7 +157,7 @@ func TestStateChangeCancelsReach(t *testing.T) {
 	_, err := w.k.Redeem(w.ctx, actionID, allow.GetCapability(), c.GetIdempotencyKey(), agentName)
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_REVOKED")
 
-	cancelled, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_CANCELLED)
+	cancelled, err := allApprovals(w.ctx, w.k, kernelv1.ApprovalState_APPROVAL_STATE_CANCELLED)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,20 +284,35 @@ func (k *Kernel) bind(tx store.Tx, now time.Time, taskID, itemID, agent string) 
 	return nil
 }
 
-// Approvals lists approvals in a state (pending by default).
-func (k *Kernel) Approvals(ctx context.Context, state kernelv1.ApprovalState) ([]*kernelv1.Approval, error) {
+// ApprovalQuery selects a page of approvals.
+type ApprovalQuery struct {
+	// State keeps the approvals in this state; unspecified means pending.
+	State kernelv1.ApprovalState
+	// After keeps the approvals whose identifier sorts after it.
+	After string
+	// Limit bounds the page; it is at least 1.
+	Limit int
+}
+
+// Approvals lists a page of approvals in one state, in their identifiers'
+// order, which is the order they were asked for, and the identifier to
+// continue after (empty on the last page).
+func (k *Kernel) Approvals(ctx context.Context, q ApprovalQuery) (out []*kernelv1.Approval, next string, err error) {
+	state := q.State
 	if state == kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED {
 		state = kernelv1.ApprovalState_APPROVAL_STATE_PENDING
 	}
-	var out []*kernelv1.Approval
-	err := k.store.View(ctx, func(tx store.Tx) error {
-		rows, err := tx.Approvals(state)
-		for _, r := range rows {
-			out = append(out, r.Body)
-		}
-		return err
-	})
-	return out, err
+	rows, next, err := readPage(ctx, k, q.Limit, func(tx store.Tx, n int) ([]store.Approval, error) {
+		return tx.ApprovalsAfter(state, q.After, n)
+	}, func(a store.Approval) string { return a.Body.GetApprovalId() })
+	if err != nil {
+		return nil, "", err
+	}
+	out = make([]*kernelv1.Approval, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.Body)
+	}
+	return out, next, nil
 }
 
 // DecideApproval approves or rejects a pending approval. The approver is a

@@ -21,6 +21,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
@@ -518,34 +519,42 @@ func (w *world) changed(taskID, version string) authority.Recorded {
 // a page, so that every listing also walks the pages.
 // allItems walks the ledger's items now (at zero) or at a past instant in
 // pages of two, and returns them with the head of the last page.
-func allItems(ctx context.Context, k *authority.Kernel, at time.Time) ([]canon.Classified, string, error) {
-	var all []canon.Classified
-	q := authority.ItemQuery{At: at, Limit: 2}
-	for {
-		page, head, next, err := k.Items(ctx, q)
-		if err != nil {
-			return nil, "", err
-		}
-		all = append(all, page...)
-		if next == "" {
-			return all, head, nil
-		}
-		q.After = next
-	}
-}
-
-func allCommitments(ctx context.Context, k *authority.Kernel, taskID string) ([]*agentv1.Commitment, error) {
-	var all []*agentv1.Commitment
-	q := authority.CommitmentQuery{TaskID: taskID, Limit: 2}
-	for {
-		page, next, err := k.Commitments(ctx, q)
+// allPages reads every page of a listing, from the first: page reads the
+// page after a key and returns the key to continue after, empty on the
+// last page.
+func allPages[T any](page func(after string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	for after := ""; ; {
+		items, next, err := page(after)
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, page...)
+		all = append(all, items...)
 		if next == "" {
 			return all, nil
 		}
-		q.After = next
+		after = next
 	}
+}
+
+func allItems(ctx context.Context, k *authority.Kernel, at time.Time) ([]canon.Classified, string, error) {
+	var head string
+	all, err := allPages(func(after string) (page []canon.Classified, next string, err error) {
+		page, head, next, err = k.Items(ctx, authority.ItemQuery{At: at, After: after, Limit: 2})
+		return page, next, err
+	})
+	return all, head, err
+}
+
+func allCommitments(ctx context.Context, k *authority.Kernel, taskID string) ([]*agentv1.Commitment, error) {
+	return allPages(func(after string) ([]*agentv1.Commitment, string, error) {
+		return k.Commitments(ctx, authority.CommitmentQuery{TaskID: taskID, After: after, Limit: 2})
+	})
+}
+
+// allApprovals lists every approval in a state, a page of one at a time.
+func allApprovals(ctx context.Context, k *authority.Kernel, state kernelv1.ApprovalState) ([]*kernelv1.Approval, error) {
+	return allPages(func(after string) ([]*kernelv1.Approval, string, error) {
+		return k.Approvals(ctx, authority.ApprovalQuery{State: state, After: after, Limit: 1})
+	})
 }

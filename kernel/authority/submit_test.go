@@ -121,7 +121,7 @@ func TestSubmitApprovalFlow(t *testing.T) {
 	if d.GetCapability() != nil || d.GetApprovalId() == "" {
 		t.Fatalf("REVIEW gave capability=%v approval=%q; want none and an approval", d.GetCapability() != nil, d.GetApprovalId())
 	}
-	pending, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED)
+	pending, err := allApprovals(w.ctx, w.k, kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSubmitApprovalFlow(t *testing.T) {
 	if got.GetCapability() == nil {
 		t.Fatal("ALLOW without a capability")
 	}
-	consumed, err := w.k.Approvals(w.ctx, kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED)
+	consumed, err := allApprovals(w.ctx, w.k, kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,4 +553,49 @@ func TestSubmitRequestIDIsIdempotent(t *testing.T) {
 	if a, b := w.submit(q), w.submit(q); a.GetDecisionId() == b.GetDecisionId() {
 		t.Error("two submissions without a request id share a decision")
 	}
+}
+
+// TestApprovalsPage: approvals are listed a page of one state at a time,
+// in the order they were asked for; a page needs a limit.
+func TestApprovalsPage(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task)
+	env, _ := w.read(task)
+	var asked []string
+	for _, minor := range []int64{7400, 7300, 7200} { // above the GBP 50.00 approval threshold
+		d := w.submit(proposal(task, refund(minor, subject), env))
+		if d.GetApprovalId() == "" {
+			t.Fatalf("refund of %d: no approval asked for", minor)
+		}
+		asked = append(asked, d.GetApprovalId())
+	}
+	if _, err := w.k.DecideApproval(w.ctx, "approver", asked[1], true, ""); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(state kernelv1.ApprovalState) []string {
+		as, err := allApprovals(w.ctx, w.k, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := []string{}
+		for _, a := range as {
+			out = append(out, a.GetApprovalId())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{asked[0], asked[2]}, ids(kernelv1.ApprovalState_APPROVAL_STATE_UNSPECIFIED)); diff != "" {
+		t.Errorf("pending approvals (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{asked[1]}, ids(kernelv1.ApprovalState_APPROVAL_STATE_APPROVED)); diff != "" {
+		t.Errorf("approved approvals (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{}, ids(kernelv1.ApprovalState_APPROVAL_STATE_REJECTED)); diff != "" {
+		t.Errorf("rejected approvals (-want +got):\n%s", diff)
+	}
+	page, next, err := w.k.Approvals(w.ctx, authority.ApprovalQuery{Limit: 1})
+	if err != nil || len(page) != 1 || page[0].GetApprovalId() != asked[0] || next != asked[0] {
+		t.Errorf("first page of one = %v, next %q, %v; want %s and to go on after it", page, next, err, asked[0])
+	}
+	_, _, err = w.k.Approvals(w.ctx, authority.ApprovalQuery{})
+	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
 }

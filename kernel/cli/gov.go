@@ -97,34 +97,81 @@ func decideApproval(ctx context.Context, env *Env, g *govFlags, name string, app
 }
 
 func approvalsCmd(env *Env) *cobra.Command {
-	cmd := leaf("approvals", "list pending approvals")
+	cmd := leaf("approvals", "list the approvals in one state (pending by default), oldest first")
 	var g govFlags
 	g.register(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runApprovals(cmd.Context(), env, &g, args) }
+	var q approvalsQuery
+	cmd.Flags().StringVar(&q.state, "state", "pending", "only approvals in this state: "+strings.Join(approvalStates(), ", "))
+	cmd.Flags().StringVar(&q.after, "after", "", "start after this approval (the next page)")
+	cmd.Flags().Int32Var(&q.limit, "limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
+	cmd.Flags().StringVar(&q.format, "format", "text", "output format: text or json")
+	formats(cmd, "text", "json")
+	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(approvalStates(), cobra.ShellCompDirectiveNoFileComp))
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runApprovals(cmd, env, &g, &q, args) }
 	return cmd
 }
 
-func runApprovals(ctx context.Context, env *Env, g *govFlags, args []string) error {
+// approvalsQuery is what ambitctl approvals was asked for.
+type approvalsQuery struct {
+	state, after, format string
+	limit                int32
+}
+
+// approvalStates are the states ambitctl approvals takes, lower case.
+func approvalStates() []string {
+	var out []string
+	for i := int32(1); ; i++ {
+		name, ok := kernelv1.ApprovalState_name[i]
+		if !ok {
+			return out
+		}
+		out = append(out, strings.ToLower(strings.TrimPrefix(name, "APPROVAL_STATE_")))
+	}
+}
+
+func runApprovals(cmd *cobra.Command, env *Env, g *govFlags, q *approvalsQuery, args []string) error {
+	if err := checkFormat(q.format); err != nil {
+		return err
+	}
 	if len(args) > 0 {
 		return fmt.Errorf("%w: approvals takes no arguments, got %q", ErrUsage, args)
 	}
+	state, ok := kernelv1.ApprovalState_value["APPROVAL_STATE_"+strings.ToUpper(q.state)]
+	if !ok || state == 0 {
+		return fmt.Errorf("%w: --state must be one of %s, got %q", ErrUsage, strings.Join(approvalStates(), ", "), q.state)
+	}
+	if q.limit < 1 || q.limit > maxPage {
+		return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, q.limit)
+	}
 	var resp *kernelv1.ListApprovalsResponse
-	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-		resp, err = c.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{})
+	err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
+		resp, err = c.ListApprovals(ctx, &kernelv1.ListApprovalsRequest{State: kernelv1.ApprovalState(state), AfterApprovalId: q.after, Limit: q.limit})
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("list approvals: %w", err)
 	}
-	if len(resp.GetApprovals()) == 0 {
-		fmt.Fprintln(env.Stdout, "no pending approvals")
+	if q.format == "json" {
+		return writeProto(env.Stdout, resp)
 	}
+	if len(resp.GetApprovals()) == 0 {
+		_, err := fmt.Fprintf(env.Stdout, "no %s approvals\n", strings.ToLower(q.state))
+		return err
+	}
+	tw := table(env.Stdout, "APPROVAL", "TASK", "ASKED AT", "CALL", "REASONS", "DECIDED BY", "NOTE")
 	for _, a := range resp.GetApprovals() {
 		var why []string
 		for _, r := range a.GetReasons() {
 			why = append(why, contract.CodeName(r.GetCode()))
 		}
-		fmt.Fprintf(env.Stdout, "%s  task %s  %s %s  (%s)\n", a.GetApprovalId(), a.GetTaskId(), a.GetCall().GetTool(), a.GetCall().GetArgumentsJson(), strings.Join(why, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%s\t%s\n", a.GetApprovalId(), a.GetTaskId(), a.GetRequestedAt().AsTime().UTC().Format(time.RFC3339),
+			a.GetCall().GetTool(), a.GetCall().GetArgumentsJson(), strings.Join(why, ", "), dash(a.GetDecidedBy()), dash(a.GetNote()))
 	}
-	return nil
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next := resp.GetNextAfterApprovalId(); next != "" {
+		_, err = fmt.Fprintf(env.Stdout, "more: %s\n", nextPage(cmd, next))
+	}
+	return err
 }

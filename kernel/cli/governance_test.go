@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -71,9 +72,10 @@ func scrub(out string, replace map[string]string) string {
 }
 
 // TestGovernanceCommands: a contract template proposed, promoted by
-// another identity and bound, the task listed, an allowed call's
-// commitment and the journal's entries, against a real kernel, through a
-// stored context; text and JSON.
+// another identity and bound, the task listed, approvals asked for,
+// listed a page at a time and approved, an allowed call's commitment and
+// the journal's entries, against a real kernel, through a stored context;
+// text and JSON.
 func TestGovernanceCommands(t *testing.T) {
 	dir := home(t)
 	root, addrs := kernel(t)
@@ -114,7 +116,27 @@ func TestGovernanceCommands(t *testing.T) {
 	// limit, from where the page ended: followed, it prints the rest.
 	record(more(t, record("tasks", "--limit", "1", "--format", "text"))...)
 	record("commitments")
-	allow(t, root, addrs, "refund-1")
+	// Two refunds above the approval threshold ask for approvals, which
+	// are listed a page at a time; one approved is listed as approved.
+	receipt := read(t, root, addrs, "refund-1")
+	record("approvals")
+	propose(t, root, addrs, "refund-1", receipt, 6000, contractv1.Outcome_OUTCOME_REVIEW)
+	// Identifiers begin with their millisecond, then are random: the
+	// second approval is asked for in a later millisecond, to be listed
+	// second.
+	time.Sleep(2 * time.Millisecond)
+	propose(t, root, addrs, "refund-1", receipt, 6100, contractv1.Outcome_OUTCOME_REVIEW)
+	// The transcript's identifiers are scrubbed: follow the page's own.
+	page, err := run(t, "approvals", "--limit", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record("approvals", "--limit", "1")
+	record(more(t, page)...)
+	record("approve", regexp.MustCompile(`apr-[0-9a-f]{24}`).FindString(page), "--note", "checked")
+	record("approvals", "--state", "approved")
+	record("approvals")
+	propose(t, root, addrs, "refund-1", receipt, 1740, contractv1.Outcome_OUTCOME_ALLOW)
 	record("commitments", "--task", "refund-1")
 	record("receipts", "--kind", "task.bind,capability", "--kind", "decision")
 	record(more(t, record("receipts", "--after", "2", "--limit", "2"))...)
@@ -158,10 +180,9 @@ func more(t *testing.T, out string) []string {
 	return strings.Fields(line)
 }
 
-// allow makes one ALLOW decision for task, as the evidence adapter and the
-// agent would: an authorised read of claim C-1001, its signed receipt, and
-// a refund of GBP 17.40 to the claimant citing it.
-func allow(t *testing.T, root string, addrs map[string]string, task string) {
+// read records an authorised read of claim C-1001 for task, as the
+// evidence adapter would, and returns its signed receipt.
+func read(t *testing.T, root string, addrs map[string]string, task string) *receiptv1.Envelope {
 	t.Helper()
 	key, err := pki.LoadSigningKey(pki.IdentityDir(root, "evidence"), "evidence")
 	if err != nil {
@@ -193,13 +214,20 @@ func allow(t *testing.T, root string, addrs map[string]string, task string) {
 	if err != nil {
 		t.Fatalf("read: %v", err)
 	}
-	err = servicetest.Call(t, root, "agent", pki.RoleKernel, addrs["agent"], func(ctx context.Context, conn *grpc.ClientConn) error {
+	return receipt
+}
+
+// propose submits, as the agent, a refund of minor pence of claim C-1001
+// to its claimant citing receipt, and wants the outcome want.
+func propose(t *testing.T, root string, addrs map[string]string, task string, receipt *receiptv1.Envelope, minor int, want contractv1.Outcome) {
+	t.Helper()
+	err := servicetest.Call(t, root, "agent", pki.RoleKernel, addrs["agent"], func(ctx context.Context, conn *grpc.ClientConn) error {
 		resp, err := agentv1.NewAgentServiceClient(conn).SubmitProposal(ctx, &agentv1.SubmitProposalRequest{
 			TaskId: task, Purpose: "expense-refund", Evidence: []*receiptv1.Envelope{receipt},
-			Call: &contractv1.ToolCall{Tool: "refund", ArgumentsJson: `{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": 1740}, "payee_id": "employee-7", "reason_code": "approved-expense"}`},
+			Call: &contractv1.ToolCall{Tool: "refund", ArgumentsJson: fmt.Sprintf(`{"claim_id": "C-1001", "amount": {"currency_code": "GBP", "minor_units": %d}, "payee_id": "employee-7", "reason_code": "approved-expense"}`, minor)},
 		})
-		if err == nil && resp.GetDecision().GetOutcome() != contractv1.Outcome_OUTCOME_ALLOW {
-			err = fmt.Errorf("decision %v", resp.GetDecision())
+		if err == nil && resp.GetDecision().GetOutcome() != want {
+			err = fmt.Errorf("decision %v, want %s", resp.GetDecision(), want)
 		}
 		return err
 	})
@@ -233,6 +261,9 @@ func TestGovernanceErrors(t *testing.T) {
 		{"tasks limit", []string{"tasks", "--limit", "5000"}, cli.ErrUsage, "--limit must be 1 to 1000"},
 		{"commitments limit", []string{"commitments", "--limit", "0"}, cli.ErrUsage, "--limit must be 1 to 1000"},
 		{"receipts limit", []string{"receipts", "--limit", "0"}, cli.ErrUsage, "--limit must be at least 1"},
+		{"approvals limit", []string{"approvals", "--limit", "1001"}, cli.ErrUsage, "--limit must be 1 to 1000"},
+		{"approvals state", []string{"approvals", "--state", "lost"}, cli.ErrUsage, "--state must be one of pending, approved, rejected, consumed, cancelled"},
+		{"approvals arguments", []string{"approvals", "apr-1"}, cli.ErrUsage, "takes no arguments"},
 		{"unknown context", []string{"tasks", "--context", "nowhere"}, cli.ErrUsage, `no context "nowhere"`},
 		{"context set without kernel", []string{"context", "set", "x", "--pki", root, "--as", "governance"}, cli.ErrUsage, "needs --kernel, --pki and --as"},
 		{"context name", []string{"context", "set", "a/b", "--kernel", gov, "--pki", root, "--as", "governance"}, cli.ErrUsage, "a context name"},

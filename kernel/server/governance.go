@@ -156,13 +156,13 @@ func (s *Governance) ListTasks(ctx context.Context, req *kernelv1.ListTasksReque
 	return &kernelv1.ListTasksResponse{Tasks: tasks, NextAfterTaskId: next}, nil
 }
 
-// ListApprovals lists approvals.
+// ListApprovals lists approvals in one state, a page at a time.
 func (s *Governance) ListApprovals(ctx context.Context, req *kernelv1.ListApprovalsRequest) (*kernelv1.ListApprovalsResponse, error) {
-	a, err := s.K.Approvals(ctx, req.GetState())
+	a, next, err := s.K.Approvals(ctx, authority.ApprovalQuery{State: req.GetState(), After: req.GetAfterApprovalId(), Limit: pageLimit(req.GetLimit())})
 	if err != nil {
 		return nil, Status(err)
 	}
-	return &kernelv1.ListApprovalsResponse{Approvals: a}, nil
+	return &kernelv1.ListApprovalsResponse{Approvals: a, NextAfterApprovalId: next}, nil
 }
 
 // DecideApproval approves or rejects.

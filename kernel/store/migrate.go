@@ -48,7 +48,14 @@ var migrations = []migration{
 	{version: 5, sqlite: idempotencyUnindexed, postgres: []string{
 		`ALTER TABLE capabilities DROP CONSTRAINT IF EXISTS capabilities_idempotency_key_key`,
 	}},
+	// Approvals are listed a page of one state at a time, without reading
+	// every approval ever asked for.
+	{version: 6, stmts: []string{approvalsState}},
 }
+
+// approvalsState indexes approvals by state and identifier: a page of
+// ListApprovals.
+const approvalsState = `CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state, approval_id)`
 
 // capabilityTableV5 is capabilityTable without the uniqueness of
 // idempotency keys (schema version 5): the same columns, written once.

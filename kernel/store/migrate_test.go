@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // databaseAt is a new SQLite database as a kernel of schema version left
@@ -222,7 +224,8 @@ func TestLookupsReadIndexes(t *testing.T) {
 	s := openFresh(t)
 	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
-		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1")}
+		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1"),
+		"a page of approvals in a state": approvalsAfterQuery}
 	for name, keys := range map[string][2]string{"outstanding on a record": {"claims/C-1", ""}, "outstanding of a task": {"", "task-1"}, "outstanding on both": {"claims/C-1", "task-1"}} {
 		queries[name], _ = outstandingQuery(keys[0], keys[1])
 	}
@@ -319,8 +322,10 @@ func TestMigrateToVersion5(t *testing.T) {
 	}
 	s := startOn(t, path, db)
 	defer s.Close()
-	if got := indexNames(t, s); !slices.Equal(got, before) {
-		t.Errorf("indexes after the migration = %v, want version 4's %v", got, before)
+	// Version 6 adds approvals_state.
+	want := slices.Sorted(slices.Values(append(slices.Clone(before), "approvals_state")))
+	if got := indexNames(t, s); !slices.Equal(got, want) {
+		t.Errorf("indexes after the migration = %v, want version 4's and approvals_state: %v", got, want)
 	}
 	var unique int
 	if err := s.ro.QueryRow(`SELECT COUNT(*) FROM pragma_index_list('capabilities') WHERE origin = 'u'`).Scan(&unique); err != nil || unique != 0 {
@@ -346,5 +351,59 @@ func TestMigrateToVersion5(t *testing.T) {
 	}
 	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 2 || sum != 3480 {
 		t.Errorf("usage after the migration = %d, %d, %v; want 2, 3480", n, sum, err)
+	}
+}
+
+// TestMigrateToVersion6 opens a database a version-5 kernel wrote, with
+// approvals in every state: they are listed a page of one state at a time
+// through the new index, in their identifiers' order.
+func TestMigrateToVersion6(t *testing.T) {
+	ctx := context.Background()
+	path, db := databaseAt(t, 5)
+	states := []kernelv1.ApprovalState{
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_CONSUMED,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING, kernelv1.ApprovalState_APPROVAL_STATE_REJECTED,
+		kernelv1.ApprovalState_APPROVAL_STATE_PENDING,
+	}
+	for i, st := range states {
+		body, err := proto.Marshal(&kernelv1.Approval{ApprovalId: fmt.Sprintf("apr-%d", i), State: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO approvals (approval_id, task_id, decision_id, effect_hash, record, state, requested_at, body) VALUES (?, 'task-1', 'dec', 'hash', '', ?, '2026-03-01T09:00:00Z', ?)`,
+			fmt.Sprintf("apr-%d", i), st, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := indexNames(t, &Store{ro: db})
+	s := startOn(t, path, db)
+	defer s.Close()
+	want := slices.Sorted(slices.Values(append(slices.Clone(before), "approvals_state")))
+	if got := indexNames(t, s); !slices.Equal(got, want) {
+		t.Errorf("indexes after the migration = %v, want %v", got, want)
+	}
+	err := s.Read(ctx, func(tx Tx) error {
+		var pages [][]string
+		for after := ""; ; {
+			page, err := tx.ApprovalsAfter(kernelv1.ApprovalState_APPROVAL_STATE_PENDING, after, 2)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				break
+			}
+			var ids []string
+			for _, a := range page {
+				ids = append(ids, a.Body.GetApprovalId())
+			}
+			pages, after = append(pages, ids), ids[len(ids)-1]
+		}
+		if fmt.Sprint(pages) != "[[apr-0 apr-2] [apr-4]]" {
+			t.Errorf("pages of pending approvals = %v, want [[apr-0 apr-2] [apr-4]]", pages)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

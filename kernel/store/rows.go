@@ -597,10 +597,16 @@ func (t *txn) Approval(id string) (Approval, error) {
 	return rows[0], nil
 }
 
-// Approvals lists approvals in a state, oldest first.
-func (t *txn) Approvals(state kernelv1.ApprovalState) ([]Approval, error) {
-	return t.approvals(`WHERE state = ?`, state)
+// ApprovalsAfter lists at most limit approvals in a state whose
+// identifier sorts after after, in the identifiers' order. The kernel's
+// identifiers begin with the millisecond they were made, so this is the
+// order of asking to the millisecond, and approvals_state answers a page
+// without reading the approvals of other states.
+func (t *txn) ApprovalsAfter(state kernelv1.ApprovalState, after string, limit int) ([]Approval, error) {
+	return t.approvalRows(approvalsAfterQuery, state, after, limit)
 }
+
+const approvalsAfterQuery = `SELECT body, effect_hash, record FROM approvals WHERE state = ? AND approval_id > ? ORDER BY approval_id LIMIT ?`
 
 // OpenApprovals lists pending or approved approvals for a record or task.
 func (t *txn) OpenApprovals(record, taskID string) ([]Approval, error) {
@@ -609,7 +615,12 @@ func (t *txn) OpenApprovals(record, taskID string) ([]Approval, error) {
 }
 
 func (t *txn) approvals(where string, args ...any) ([]Approval, error) {
-	rows, err := t.QueryContext(t.ctx, `SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
+	return t.approvalRows(`SELECT body, effect_hash, record FROM approvals `+where+` ORDER BY requested_at, approval_id`, args...)
+}
+
+// approvalRows runs a query of approvals' body, effect_hash and record.
+func (t *txn) approvalRows(query string, args ...any) ([]Approval, error) {
+	rows, err := t.QueryContext(t.ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}

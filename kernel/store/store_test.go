@@ -478,9 +478,25 @@ func TestApprovals(t *testing.T) {
 		for state, want := range map[kernelv1.ApprovalState][]string{
 			pending: {"p1", "p2", "p3"}, approved: {"a1"}, rejected: {"r1"}, consumed: {"c1"}, cancelled: {"x1"},
 		} {
-			got, err := tx.Approvals(state)
+			got, err := tx.ApprovalsAfter(state, "", 100)
 			if diff := cmp.Diff(want, approvalIDs(got)); diff != "" || err != nil {
-				t.Errorf("Approvals(%s) %v (-want +got):\n%s", state, err, diff)
+				t.Errorf("ApprovalsAfter(%s) %v (-want +got):\n%s", state, err, diff)
+			}
+		}
+		// Pages follow the identifiers' order, from after the one given.
+		for _, tt := range []struct {
+			after string
+			limit int
+			want  []string
+		}{
+			{"", 2, []string{"p1", "p2"}},
+			{"p2", 2, []string{"p3"}},
+			{"p3", 2, []string{}},
+			{"p15", 1, []string{"p2"}}, // need not name an approval
+		} {
+			got, err := tx.ApprovalsAfter(pending, tt.after, tt.limit)
+			if diff := cmp.Diff(tt.want, approvalIDs(got)); diff != "" || err != nil {
+				t.Errorf("ApprovalsAfter(pending, %q, %d) %v (-want +got):\n%s", tt.after, tt.limit, err, diff)
 			}
 		}
 		return nil
@@ -659,12 +675,12 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	_ = s.Close()
 	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
-		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 5") {
-		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 5", err)
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 6") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 6", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 6 {
-		t.Errorf("schema_version rows = %d, %v; want the 6 there were", n, err)
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 7 {
+		t.Errorf("schema_version rows = %d, %v; want the 7 there were", n, err)
 	}
 }
 

@@ -40,7 +40,7 @@ type Tx interface {
 	InsertApproval(a Approval) error
 	UpdateApproval(a Approval) error
 	Approval(id string) (Approval, error)
-	Approvals(state kernelv1.ApprovalState) ([]Approval, error)
+	ApprovalsAfter(state kernelv1.ApprovalState, after string, limit int) ([]Approval, error)
 	OpenApprovals(record, taskID string) ([]Approval, error)
 
 	// Append adds a journal entry that commits with the transaction.

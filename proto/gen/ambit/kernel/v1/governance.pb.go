@@ -1209,11 +1209,16 @@ func (x *Approval) GetRequestedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// ListApprovalsRequest filters approvals.
+// ListApprovalsRequest selects a page of approvals in one state.
 type ListApprovalsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// State to list; unspecified means pending.
-	State         ApprovalState `protobuf:"varint,1,opt,name=state,proto3,enum=ambit.kernel.v1.ApprovalState" json:"state,omitempty"`
+	State ApprovalState `protobuf:"varint,1,opt,name=state,proto3,enum=ambit.kernel.v1.ApprovalState" json:"state,omitempty"`
+	// Return the approvals whose approval_id sorts after this one: the last
+	// approval_id of the previous page.
+	AfterApprovalId string `protobuf:"bytes,2,opt,name=after_approval_id,json=afterApprovalId,proto3" json:"after_approval_id,omitempty"`
+	// At most this many (default 100, at most 1000).
+	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1255,13 +1260,31 @@ func (x *ListApprovalsRequest) GetState() ApprovalState {
 	return ApprovalState_APPROVAL_STATE_UNSPECIFIED
 }
 
-// ListApprovalsResponse lists approvals.
+func (x *ListApprovalsRequest) GetAfterApprovalId() string {
+	if x != nil {
+		return x.AfterApprovalId
+	}
+	return ""
+}
+
+func (x *ListApprovalsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListApprovalsResponse is one page of approvals.
 type ListApprovalsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Matching approvals, oldest first.
-	Approvals     []*Approval `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Approvals ordered by approval_id, which begins with the millisecond
+	// the approval was asked for: oldest first.
+	Approvals []*Approval `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	// The approval_id to pass as after_approval_id for the next page; empty
+	// on the last page.
+	NextAfterApprovalId string `protobuf:"bytes,2,opt,name=next_after_approval_id,json=nextAfterApprovalId,proto3" json:"next_after_approval_id,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ListApprovalsResponse) Reset() {
@@ -1299,6 +1322,13 @@ func (x *ListApprovalsResponse) GetApprovals() []*Approval {
 		return x.Approvals
 	}
 	return nil
+}
+
+func (x *ListApprovalsResponse) GetNextAfterApprovalId() string {
+	if x != nil {
+		return x.NextAfterApprovalId
+	}
+	return ""
 }
 
 // DecideApprovalRequest decides one approval.
@@ -2252,11 +2282,15 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\n" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12\x12\n" +
 	"\x04note\x18\b \x01(\tR\x04note\x12=\n" +
-	"\frequested_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAtJ\x04\b\x04\x10\x05R\x06action\"L\n" +
-	"\x14ListApprovalsRequest\x124\n" +
-	"\x05state\x18\x01 \x01(\x0e2\x1e.ambit.kernel.v1.ApprovalStateR\x05state\"P\n" +
+	"\frequested_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAtJ\x04\b\x04\x10\x05R\x06action\"\xae\x01\n" +
+	"\x14ListApprovalsRequest\x12>\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1e.ambit.kernel.v1.ApprovalStateB\b\xbaH\x05\x82\x01\x02\x10\x01R\x05state\x124\n" +
+	"\x11after_approval_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x02R\x0fafterApprovalId\x12 \n" +
+	"\x05limit\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x05limit\"\x85\x01\n" +
 	"\x15ListApprovalsResponse\x127\n" +
-	"\tapprovals\x18\x01 \x03(\v2\x19.ambit.kernel.v1.ApprovalR\tapprovals\"f\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x19.ambit.kernel.v1.ApprovalR\tapprovals\x123\n" +
+	"\x16next_after_approval_id\x18\x02 \x01(\tR\x13nextAfterApprovalId\"f\n" +
 	"\x15DecideApprovalRequest\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x18\n" +

@@ -74,7 +74,8 @@ type GovernanceServiceClient interface {
 	// time: each task's contract item, the agent that acts on it and the
 	// contract's class now.
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
-	// ListApprovals lists approvals, pending ones by default.
+	// ListApprovals lists approvals in one state, pending ones by default, a
+	// page at a time.
 	ListApprovals(ctx context.Context, in *ListApprovalsRequest, opts ...grpc.CallOption) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
 	DecideApproval(ctx context.Context, in *DecideApprovalRequest, opts ...grpc.CallOption) (*DecideApprovalResponse, error)
@@ -316,7 +317,8 @@ type GovernanceServiceServer interface {
 	// time: each task's contract item, the agent that acts on it and the
 	// contract's class now.
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
-	// ListApprovals lists approvals, pending ones by default.
+	// ListApprovals lists approvals in one state, pending ones by default, a
+	// page at a time.
 	ListApprovals(context.Context, *ListApprovalsRequest) (*ListApprovalsResponse, error)
 	// DecideApproval approves or rejects a pending approval.
 	DecideApproval(context.Context, *DecideApprovalRequest) (*DecideApprovalResponse, error)

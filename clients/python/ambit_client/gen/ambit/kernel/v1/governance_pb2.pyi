@@ -149,16 +149,22 @@ class GetInclusionProofResponse(_message.Message):
     def __init__(self, proof: _Optional[_Union[_log_pb2.InclusionProof, _Mapping]] = ..., checkpoint: _Optional[_Union[_log_pb2.Checkpoint, _Mapping]] = ...) -> None: ...
 
 class ListApprovalsRequest(_message.Message):
-    __slots__ = ["state"]
+    __slots__ = ["after_approval_id", "limit", "state"]
+    AFTER_APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    after_approval_id: str
+    limit: int
     state: ApprovalState
-    def __init__(self, state: _Optional[_Union[ApprovalState, str]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[ApprovalState, str]] = ..., after_approval_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ListApprovalsResponse(_message.Message):
-    __slots__ = ["approvals"]
+    __slots__ = ["approvals", "next_after_approval_id"]
     APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
     approvals: _containers.RepeatedCompositeFieldContainer[Approval]
-    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ...) -> None: ...
+    next_after_approval_id: str
+    def __init__(self, approvals: _Optional[_Iterable[_Union[Approval, _Mapping]]] = ..., next_after_approval_id: _Optional[str] = ...) -> None: ...
 
 class ListCommitmentsRequest(_message.Message):
     __slots__ = ["after_capability_id", "limit", "task_id"]

@@ -179,7 +179,8 @@ class GovernanceServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def ListApprovals(self, request, context):
-        """ListApprovals lists approvals, pending ones by default.
+        """ListApprovals lists approvals in one state, pending ones by default, a
+        page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
