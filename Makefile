@@ -80,7 +80,7 @@ attack: ## Run the attack harness against the four processes (every family, both
 bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, where each process's CPU goes, and the kernel's system calls
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
 	go test -run '^$$' -bench Bool -benchmem -count 1 ./sdk/expr/
-	go test -run '^$$' -bench 'Submit' -benchmem -count 1 ./kernel/authority/
+	go test -run '^$$' -bench 'Submit|ItemsAt' -benchmem -count 1 ./kernel/authority/
 	go test -run '^$$' -bench 'EvidenceIDs|CommitPages|WatchedRecords' -benchmem -count 1 ./kernel/store/
 	go test -run '^$$' -bench 'Sign' -benchmem -count 1 ./sdk/envelope/
 	AMBIT_BENCH_SCALE=1 go test -run '^$$' -bench 'Scale' -count 1 -timeout 90m ./kernel/authority/

@@ -193,7 +193,9 @@ type ItemQuery struct {
 // with its class now or as the ledger stood at q.At, and the root hash of
 // the journal it was read from. next is the last item's identifier when
 // more follow, else empty. Only the page's contracts are read in full, and
-// classified when the ledger is replayed.
+// classified when the ledger is replayed. A replay to a past instant folds
+// the journal once, as a start-up does, and keeps the result for the pages
+// that follow (see past).
 func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classified, head, next string, err error) {
 	if q.Limit < 1 {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
@@ -209,15 +211,13 @@ func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classifie
 			page[i] = k.ledger.filled(c)
 		}
 	} else {
-		entries, err := k.store.EntriesOfKind(ctx, journalKindCanon)
+		page, more, ok, err = k.ledger.pageAt(ctx, q.At, q.After, q.Limit)
 		if err != nil {
 			return nil, "", "", err
 		}
-		st, err := foldLedger(entries, q.At, k.auth)
-		if err != nil {
-			return nil, "", "", err
+		for i, c := range page {
+			page[i] = k.ledger.filled(c)
 		}
-		page, more, ok = canon.ClassifyPage(st, k.auth, q.After, q.Limit)
 	}
 	if !ok {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "after_item_id %q is not an item of the ledger at the instant asked", q.After)

@@ -1,6 +1,7 @@
 package authority_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -445,5 +446,75 @@ func TestItemsRefuseBadPages(t *testing.T) {
 	page, _, next, err := w.k.Items(w.ctx, authority.ItemQuery{After: "CTR-late", Limit: 10})
 	if err != nil || len(page) != 0 || next != "" {
 		t.Errorf("page after the last item = %v, next %q, %v; want an empty last page", page, next, err)
+	}
+}
+
+// TestItemsAtAPastInstantAcrossPages: the pages of a listing at a past
+// instant come from one fold of the journal, kept between pages and
+// compacted (no contract held in memory), and are the ledger as it stood
+// then, whatever is recorded between pages and whichever other instant
+// is listed meanwhile; the fold is dropped once unused.
+func TestItemsAtAPastInstantAcrossPages(t *testing.T) {
+	w := newWorld(t)
+	for i := range 5 {
+		w.clock.Advance(time.Minute)
+		w.propose(contractItem(fmt.Sprintf("CTR-%d", i), coupledContract(t, fmt.Sprintf("task-%d", i))))
+	}
+	then := w.clock.Now() // five items, none promoted
+	// want is the listing at then as a kernel that never listed it
+	// before makes it.
+	want := func() []canon.Classified {
+		items, _, err := allItems(w.ctx, w.newKernel(w.st), then)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return items
+	}()
+	if len(want) != 5 || slices.ContainsFunc(want, func(c canon.Classified) bool { return c.Class == ledgerv1.CanonClass_CANON_CLASS_CANONICAL }) {
+		t.Fatalf("items at the instant = %v, want five, none canonical", classes(want))
+	}
+
+	page := func(at time.Time, after string) ([]canon.Classified, string) {
+		t.Helper()
+		items, _, next, err := w.k.Items(w.ctx, authority.ItemQuery{At: at, After: after, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return items, next
+	}
+	got, next := page(then, "")
+	if held, contracts := authority.PastLedger(w.k); !held || contracts != 0 {
+		t.Errorf("after the first page: past ledger held %v with %d contracts in memory; want it held, compacted", held, contracts)
+	}
+	// Between pages: an item promoted and another proposed, after the
+	// instant; then a listing of another instant.
+	w.clock.Advance(time.Minute)
+	w.promote("CTR-0")
+	w.propose(contractItem("CTR-late", coupledContract(t, "task-late")))
+	if items, _, err := allItems(w.ctx, w.k, w.clock.Now()); err != nil || len(items) != 6 {
+		t.Fatalf("items now: %v, %v; want six", classes(items), err)
+	}
+	for next != "" {
+		var more []canon.Classified
+		more, next = page(then, next)
+		got = append(got, more...)
+	}
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+		t.Errorf("pages at the instant (-fresh kernel +pages):\n%s", diff)
+	}
+	for _, c := range got {
+		if c.Item.GetContract() == nil {
+			t.Errorf("item %s listed without its contract", c.Item.GetCanonItemId())
+		}
+	}
+
+	authority.KeepPast(w.k, time.Millisecond)
+	page(then, "")
+	deadline := time.Now().Add(5 * time.Second)
+	for held, _ := authority.PastLedger(w.k); held; held, _ = authority.PastLedger(w.k) {
+		if time.Now().After(deadline) {
+			t.Fatal("the past ledger is still held after its keeping time")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -68,6 +68,9 @@ type ledger struct {
 	// transitions since the previous one changed, so its cost does not
 	// grow with the ledger.
 	classes *canon.Classes
+
+	// past is the ledger folded to the instant a listing last asked for.
+	past past
 }
 
 // snapshotStore is what the ledger needs of a store to start from a
@@ -329,7 +332,6 @@ func (l *ledger) item(id string) (canon.Classified, bool) {
 	return l.classes.Get(id)
 }
 
-// all returns every item in first-recorded order.
 // page returns a page of the items as last published (see
 // [canon.Classes.Page]).
 func (l *ledger) page(after string, limit int) ([]canon.Classified, bool, bool) {

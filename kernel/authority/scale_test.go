@@ -240,3 +240,38 @@ func printScale(rows []scaleRow) {
 			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide))
 	}
 }
+
+// BenchmarkItemsAt lists every item of a ledger of 10,000 tasks as it
+// stood at a past instant, a page of 1,000 at a time, as ambitctl ledger
+// at does; each iteration asks for another instant, so that each folds
+// the journal afresh.
+func BenchmarkItemsAt(b *testing.B) {
+	const n = 10_000
+	w := newWorld(b)
+	seedTasks(b, w, n)
+	opts := w.options(w.st)
+	opts.Log = zap.NewNop()
+	k, err := authority.New(w.ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	at := start
+	for b.Loop() {
+		at = at.Add(time.Nanosecond)
+		q, items := authority.ItemQuery{At: at, Limit: 1000}, 0
+		for {
+			page, _, next, err := k.Items(w.ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			items += len(page)
+			if q.After = next; next == "" {
+				break
+			}
+		}
+		if items != n {
+			b.Fatalf("%d items listed, want %d", items, n)
+		}
+	}
+}

@@ -489,9 +489,10 @@ func (x *ResolveConflictResponse) GetItem() *v1.ClassifiedItem {
 // ListItemsRequest optionally asks for a past instant.
 type ListItemsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Replay the ledger up to this instant; unset means now. Each page of a
-	// past instant replays the ledger again: pass the same instant for
-	// every page.
+	// Replay the ledger up to this instant; unset means now. Pass the same
+	// instant for every page: the kernel keeps the last instant replayed
+	// for a couple of minutes after each page, and replays the journal
+	// again for another instant.
 	At *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
 	// Return the items first recorded after this one: the last
 	// canon_item_id of the previous page. It must be an item of the ledger

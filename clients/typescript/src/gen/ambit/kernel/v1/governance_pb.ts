@@ -219,9 +219,10 @@ export const ResolveConflictResponseSchema: GenMessage<ResolveConflictResponse> 
  */
 export type ListItemsRequest = Message<"ambit.kernel.v1.ListItemsRequest"> & {
   /**
-   * Replay the ledger up to this instant; unset means now. Each page of a
-   * past instant replays the ledger again: pass the same instant for
-   * every page.
+   * Replay the ledger up to this instant; unset means now. Pass the same
+   * instant for every page: the kernel keeps the last instant replayed
+   * for a couple of minutes after each page, and replays the journal
+   * again for another instant.
    *
    * @generated from field: google.protobuf.Timestamp at = 1;
    */

@@ -1,0 +1,31 @@
+package authority
+
+import (
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/canon"
+)
+
+// PastLedger reports whether k holds the ledger folded to a past instant,
+// and how many of its contract items hold their contract in memory.
+func PastLedger(k *Kernel) (held bool, contracts int) {
+	p := &k.ledger.past
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == nil {
+		return false, 0
+	}
+	for _, id := range p.state.IDs() {
+		if it, ok := p.state.Item(id); ok && it.GetContract() != nil && !canon.Compacted(it) {
+			contracts++
+		}
+	}
+	return true, contracts
+}
+
+// KeepPast sets how long k keeps a past ledger after its last page.
+func KeepPast(k *Kernel, d time.Duration) {
+	k.ledger.past.mu.Lock()
+	defer k.ledger.past.mu.Unlock()
+	k.ledger.past.kept = d
+}
