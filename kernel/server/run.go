@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
@@ -159,7 +160,15 @@ func writableProbeDSN(path, dsn string) (func(context.Context) error, func() err
 		if err != nil {
 			return fmt.Errorf("database %s: %w", path, err)
 		}
-		defer conn.Close()
+		// The write transaction ends with the probe, whenever ctx ends: a
+		// connection left inside it would hold the database's write lock,
+		// and every write of the kernel would wait on it. So the
+		// connection is closed, never pooled: closing it rolls back what
+		// a statement cut short left open.
+		defer func() {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			_ = conn.Close()
+		}()
 		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			if busy(err) {
 				return nil
@@ -173,7 +182,7 @@ func writableProbeDSN(path, dsn string) (func(context.Context) error, func() err
 		if err == nil {
 			_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
 		}
-		if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); err == nil && rerr != nil {
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err == nil && rerr != nil {
 			err = rerr
 		}
 		if err != nil {

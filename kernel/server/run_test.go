@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"path/filepath"
 
@@ -100,5 +101,49 @@ func TestPostgresProbe(t *testing.T) {
 	defer closeRO()
 	if err := ro(ctx); err == nil || !strings.Contains(err.Error(), "does not take writes") {
 		t.Errorf("probe of a read-only database = %v, want it refused", err)
+	}
+}
+
+// TestWritableProbeNeverKeepsTheLock: a probe whose deadline ends at any
+// point, the middle of its write transaction included, leaves no
+// transaction open behind it. One left open on the probe's connection
+// would hold the database's write lock, and every write of the kernel
+// would wait on it.
+func TestWritableProbeNeverKeepsTheLock(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "kernel.db")
+	st, err := store.Open(ctx, path, store.DurabilityFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	probe, closeProbe, err := writableProbe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProbe()
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	// Deadlines from nothing to well past a whole probe, so that some end
+	// between its statements.
+	for i := range 400 {
+		pctx, cancel := context.WithTimeout(ctx, time.Duration(i%100)*2*time.Microsecond)
+		_ = probe(pctx)
+		cancel()
+		conn, err := writer.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			_, err = conn.ExecContext(ctx, "ROLLBACK")
+		}
+		_ = conn.Close()
+		if err != nil {
+			t.Fatalf("after probe %d (deadline %s), another writer cannot write: %v", i, time.Duration(i%100)*2*time.Microsecond, err)
+		}
 	}
 }
