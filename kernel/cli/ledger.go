@@ -15,7 +15,6 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
-	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -239,18 +238,22 @@ func runLedgerAt(ctx context.Context, env *Env, g *govFlags, args []string) erro
 	default:
 		return fmt.Errorf("%w: ledger at [TIME]", ErrUsage)
 	}
-	// Every item, a page at a time; the head printed is the last page's.
+	// Every item, a page at a time, each printed as it comes (a ledger of
+	// a million items, contracts and all, would not fit in memory); the
+	// head printed is the last page's.
 	req.Limit = maxPage
-	var items []*ledgerv1.ClassifiedItem
 	var head string
 	err := g.call(ctx, func(ctx context.Context, c kernelv1.GovernanceServiceClient) error {
-		items, req.AfterItemId = nil, ""
 		for {
 			resp, err := c.ListItems(ctx, req)
 			if err != nil {
 				return err
 			}
-			items, head = append(items, resp.GetItems()...), resp.GetLedgerHead()
+			for _, it := range resp.GetItems() {
+				fmt.Fprintf(env.Stdout, "%-24s %-18s %-20s %s\n", it.GetItem().GetCanonItemId(), short(it.GetClass()),
+					strings.TrimPrefix(it.GetItem().GetKind().String(), "ITEM_KIND_"), strings.Join(it.GetReasons(), "; "))
+			}
+			head = resp.GetLedgerHead()
 			if req.AfterItemId = resp.GetNextAfterItemId(); req.AfterItemId == "" {
 				return nil
 			}
@@ -259,10 +262,6 @@ func runLedgerAt(ctx context.Context, env *Env, g *govFlags, args []string) erro
 	if err != nil {
 		return fmt.Errorf("list items: %w", err)
 	}
-	for _, it := range items {
-		fmt.Fprintf(env.Stdout, "%-24s %-18s %-20s %s\n", it.GetItem().GetCanonItemId(), short(it.GetClass()),
-			strings.TrimPrefix(it.GetItem().GetKind().String(), "ITEM_KIND_"), strings.Join(it.GetReasons(), "; "))
-	}
-	fmt.Fprintf(env.Stdout, "ledger head %s\n", head)
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "ledger head %s\n", head)
+	return err
 }
