@@ -7,20 +7,21 @@ import (
 )
 
 // PastLedger reports whether k holds the ledger folded to a past instant,
-// and how many of its contract items hold their contract in memory.
-func PastLedger(k *Kernel) (held bool, contracts int) {
+// how many of its contract items hold their contract in memory, and the
+// journal position the fold started from.
+func PastLedger(k *Kernel) (held bool, contracts int, from int64) {
 	p := &k.ledger.past
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == nil {
-		return false, 0
+		return false, 0, 0
 	}
 	for _, id := range p.state.IDs() {
 		if it, ok := p.state.Item(id); ok && it.GetContract() != nil && !canon.Compacted(it) {
 			contracts++
 		}
 	}
-	return true, contracts
+	return true, contracts, p.from
 }
 
 // KeepPast sets how long k keeps a past ledger after its last page.

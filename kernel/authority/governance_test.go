@@ -483,8 +483,8 @@ func TestItemsAtAPastInstantAcrossPages(t *testing.T) {
 		return items, next
 	}
 	got, next := page(then, "")
-	if held, contracts := authority.PastLedger(w.k); !held || contracts != 0 {
-		t.Errorf("after the first page: past ledger held %v with %d contracts in memory; want it held, compacted", held, contracts)
+	if held, contracts, from := authority.PastLedger(w.k); !held || contracts != 0 || from != 0 {
+		t.Errorf("after the first page: past ledger held %v with %d contracts in memory, folded from %d; want it held, compacted, from the start (no snapshot)", held, contracts, from)
 	}
 	// Between pages: an item promoted and another proposed, after the
 	// instant; then a listing of another instant.
@@ -508,10 +508,43 @@ func TestItemsAtAPastInstantAcrossPages(t *testing.T) {
 		}
 	}
 
+	// A snapshot taken now serves a later instant, not an earlier one.
+	now := w.clock.Now()
+	wantNow, _, err := allItems(w.ctx, w.newKernel(w.st), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.k.Snapshot(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(w.entries()))
+	w.clock.Advance(time.Minute)
+	w.promote("CTR-1")
+	for _, c := range []struct {
+		at       time.Time
+		want     []canon.Classified
+		snapshot bool
+	}{{now, wantNow, true}, {then, want, false}} {
+		var got []canon.Classified
+		for after := ""; ; {
+			items, next := page(c.at, after)
+			got = append(got, items...)
+			if after = next; after == "" {
+				break
+			}
+		}
+		if diff := cmp.Diff(c.want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("pages at %s (-before the snapshot +after):\n%s", c.at, diff)
+		}
+		if _, _, from := authority.PastLedger(w.k); c.snapshot != (from == size) || !c.snapshot && from != 0 {
+			t.Errorf("pages at %s folded from journal position %d; want the snapshot's (%d): %v", c.at, from, size, c.snapshot)
+		}
+	}
+
 	authority.KeepPast(w.k, time.Millisecond)
 	page(then, "")
 	deadline := time.Now().Add(5 * time.Second)
-	for held, _ := authority.PastLedger(w.k); held; held, _ = authority.PastLedger(w.k) {
+	for held, _, _ := authority.PastLedger(w.k); held; held, _, _ = authority.PastLedger(w.k) {
 		if time.Now().After(deadline) {
 			t.Fatal("the past ledger is still held after its keeping time")
 		}

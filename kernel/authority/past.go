@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"go.uber.org/zap"
 )
 
 // pastKept is how long the ledger folded to a past instant is kept after
@@ -22,8 +23,9 @@ type past struct {
 	mu    sync.Mutex
 	until time.Time
 	state *canon.State
-	// seen is the journal position of the last canon transition folded.
-	seen int64
+	// from is the journal position the fold started at: a snapshot's, or
+	// 0; seen, that of the last canon transition folded.
+	from, seen int64
 	// done: a transition after until was read. The journal's transitions
 	// are in time order (canon.State refuses an earlier one), so nothing
 	// appended later changes the state.
@@ -57,17 +59,63 @@ func (l *ledger) pageAt(ctx context.Context, until time.Time, after string, limi
 	p := &l.past
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state == nil || !p.until.Equal(until) {
-		p.state, p.until, p.seen, p.done = &canon.State{}, until, 0, false
-		p.state.SetContent(l.content)
+	fresh, fromSnapshot, began := p.state == nil || !p.until.Equal(until), false, time.Now()
+	if fresh {
+		p.state, p.seen, fromSnapshot = l.snapshotBefore(ctx, until)
+		p.until, p.from, p.done = until, p.seen, false
 	}
-	if err := l.foldUntil(ctx, p); err != nil {
+	err = l.foldUntil(ctx, p)
+	if err != nil && fromSnapshot && ctx.Err() == nil {
+		// The journal after the snapshot does not fold onto it: as at
+		// start-up, the journal decides.
+		l.log.Warn("the journal does not fold onto the ledger snapshot; replaying the whole journal to a past instant", zap.Error(err))
+		p.state, p.from, p.seen, p.done = &canon.State{}, 0, 0, false
+		p.state.SetContent(l.content)
+		err = l.foldUntil(ctx, p)
+	}
+	if err != nil {
 		p.state = nil
 		return nil, false, false, err
+	}
+	if fresh {
+		l.log.Info("ledger replayed to a past instant", zap.Time("at", until), zap.Int64("from_journal_position", p.from),
+			zap.Int64("to_journal_position", p.seen), zap.Duration("took", time.Since(began)))
 	}
 	page, more, ok = canon.ClassifyPage(p.state, l.auth, after, limit)
 	p.keep()
 	return page, more, ok, nil
+}
+
+// snapshotBefore returns the newest ledger snapshot all of whose
+// transitions happened at or before until, with the journal position it
+// was taken at: a fold to until starts from it instead of from the first
+// entry. Failing that (the kernel keeps only its last few snapshots), an
+// empty state at position 0, and ok false.
+func (l *ledger) snapshotBefore(ctx context.Context, until time.Time) (st *canon.State, at int64, ok bool) {
+	snaps, err := l.snaps.LedgerSnapshots(ctx, snapshotTries)
+	if err != nil {
+		l.log.Warn("ledger snapshots unreadable; replaying the whole journal to a past instant", zap.Error(err))
+		snaps = nil
+	}
+	for _, sn := range snaps {
+		// A snapshot taken at or before until holds no transition after
+		// it, unless clocks differ, which Last catches. One taken later
+		// may; skipping it costs only the shortcut.
+		if sn.TakenAt.After(until) {
+			continue
+		}
+		sst, err := l.readSnapshot(ctx, sn)
+		if err != nil {
+			l.log.Warn("ledger snapshot ignored", zap.String("snapshot", sn.ID), zap.Uint64("journal_size", sn.JournalSize), zap.Error(err))
+			continue
+		}
+		if !sst.Last().After(until) {
+			return sst, int64(sn.JournalSize), true
+		}
+	}
+	st = &canon.State{}
+	st.SetContent(l.content)
+	return st, 0, false
 }
 
 // foldUntil folds into p.state the canon transitions after p.seen, up to

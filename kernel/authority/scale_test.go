@@ -244,7 +244,9 @@ func printScale(rows []scaleRow) {
 // BenchmarkItemsAt lists every item of a ledger of 10,000 tasks as it
 // stood at a past instant, a page of 1,000 at a time, as ambitctl ledger
 // at does; each iteration asks for another instant, so that each folds
-// the journal afresh.
+// the journal afresh: from its start while the store holds no snapshot
+// (replay), then from a snapshot taken before the instants asked
+// (from-snapshot).
 func BenchmarkItemsAt(b *testing.B) {
 	const n = 10_000
 	w := newWorld(b)
@@ -255,23 +257,30 @@ func BenchmarkItemsAt(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
 	at := start
-	for b.Loop() {
-		at = at.Add(time.Nanosecond)
-		q, items := authority.ItemQuery{At: at, Limit: 1000}, 0
-		for {
-			page, _, next, err := k.Items(w.ctx, q)
-			if err != nil {
-				b.Fatal(err)
+	list := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			at = at.Add(time.Nanosecond)
+			q, items := authority.ItemQuery{At: at, Limit: 1000}, 0
+			for {
+				page, _, next, err := k.Items(w.ctx, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				items += len(page)
+				if q.After = next; next == "" {
+					break
+				}
 			}
-			items += len(page)
-			if q.After = next; next == "" {
-				break
+			if items != n {
+				b.Fatalf("%d items listed, want %d", items, n)
 			}
-		}
-		if items != n {
-			b.Fatalf("%d items listed, want %d", items, n)
 		}
 	}
+	b.Run("replay", list)
+	if err := k.Snapshot(w.ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("from-snapshot", list)
 }

@@ -594,6 +594,10 @@ func (s *State) Item(id string) (*ledgerv1.CanonItem, bool) {
 // asked for one task, found without a scan of the ledger.
 func (s *State) BoundaryRequests(ref string) []string { return slices.Clone(s.refs.requests[ref]) }
 
+// Last returns the time of the last transition applied (zero for none):
+// every transition of the state happened at or before it.
+func (s *State) Last() time.Time { return s.last }
+
 // IDs returns the recorded item ids in the order they were first recorded.
 func (s *State) IDs() []string { return slices.Clone(s.order) }
 
