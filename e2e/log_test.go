@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -54,6 +55,59 @@ func proposeItems(t *testing.T, st *stack, prefix string, n int) {
 		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestItemPagesFitAClient: items whose contracts are large (here five of
+// 900 KiB, each in a request under the 1 MiB bound) are listed in pages a
+// client with gRPC's default 4 MiB limit can read: a page ends early, with
+// its continuation, rather than pass 3 MiB. Asked for all at once, they
+// would be 4.5 MiB.
+func TestItemPagesFitAClient(t *testing.T) {
+	st := startStack(t, devstack.Options{})
+	ctx := testCtx(t)
+	conn, err := st.Conn(ctx, st.Kernel.Governance, devstack.PolicyOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := kernelv1.NewGovernanceServiceClient(conn)
+	e, _ := st.Example(demo.ExpenseRefund)
+	var big []string
+	for i := range 5 {
+		id := fmt.Sprintf("big-%d", i)
+		ct, err := demo.Contract(e, "task-"+id, demo.Claim1001, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct.GetAction().GetTools()[0].GetInputSchema().GetFields()["description"] = structpb.NewStringValue(strings.Repeat("a long schema ", 900<<10/14))
+		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
+			t.Fatalf("propose %s: %v", id, err)
+		}
+		big = append(big, id)
+	}
+	var listed []string
+	short := false
+	for req := (&kernelv1.ListItemsRequest{Limit: 1000}); ; {
+		page, err := st.Gov.ListItems(ctx, req)
+		if err != nil {
+			t.Fatalf("items after %q: %v", req.AfterItemId, err)
+		}
+		if n := proto.Size(page); n > 3<<20+1<<10 {
+			t.Errorf("a page of %d bytes", n)
+		}
+		for _, it := range page.GetItems() {
+			listed = append(listed, it.GetItem().GetCanonItemId())
+		}
+		if req.AfterItemId = page.GetNextAfterItemId(); req.AfterItemId == "" {
+			break
+		}
+		short = short || len(page.GetItems()) < 1000
+	}
+	if !short {
+		t.Error("no page ended early")
+	}
+	if n := len(listed); n < 5 || !slices.Equal(listed[n-5:], big) || len(slices.Compact(slices.Sorted(slices.Values(listed)))) != n {
+		t.Errorf("items listed: %v; want each once, the big ones last", listed)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
+	"google.golang.org/protobuf/proto"
 )
 
 // GovernancePolicy opens the governance service to governance identities.
@@ -106,6 +107,9 @@ func (s *Governance) ListItems(ctx context.Context, req *kernelv1.ListItemsReque
 	for _, c := range items {
 		out.Items = append(out.Items, classified(c))
 	}
+	if n := fitting(out.Items); n < len(out.Items) {
+		out.Items, out.NextAfterItemId = out.Items[:n], out.Items[n-1].GetItem().GetCanonItemId()
+	}
 	return out, nil
 }
 
@@ -138,6 +142,26 @@ func (s *Governance) DeriveHandoff(ctx context.Context, req *kernelv1.DeriveHand
 // defaultPage is a page's length when a request leaves it unset.
 const defaultPage = 100
 
+// maxPageBytes bounds a page of a listing whose entries may be large (items
+// with their contracts, approvals with their calls) below the 4 MiB a gRPC
+// client accepts by default: the page ends early, with its continuation,
+// rather than be one no client can read. One entry always fits: it came in
+// a request of at most 1 MiB.
+const maxPageBytes = 3 << 20
+
+// fitting is how many of msgs, at least one, fit in maxPageBytes.
+func fitting[M proto.Message](msgs []M) int {
+	size := 0
+	for i, m := range msgs {
+		// An entry of a repeated field costs its size, its length and its
+		// tag: the 16 bytes bound the last two.
+		if size += proto.Size(m) + 16; i > 0 && size > maxPageBytes {
+			return i
+		}
+	}
+	return len(msgs)
+}
+
 // pageLimit is a request's page length, defaultPage when unset; the
 // request's validation bounds it.
 func pageLimit(limit int32) int {
@@ -161,6 +185,9 @@ func (s *Governance) ListApprovals(ctx context.Context, req *kernelv1.ListApprov
 	a, next, err := s.K.Approvals(ctx, authority.ApprovalQuery{State: req.GetState(), After: req.GetAfterApprovalId(), Limit: pageLimit(req.GetLimit())})
 	if err != nil {
 		return nil, Status(err)
+	}
+	if n := fitting(a); n < len(a) {
+		a, next = a[:n], a[n-1].GetApprovalId()
 	}
 	return &kernelv1.ListApprovalsResponse{Approvals: a, NextAfterApprovalId: next}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/ambitkernel/ambit/kernel/store"
+	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
@@ -144,6 +145,33 @@ func TestWritableProbeNeverKeepsTheLock(t *testing.T) {
 		_ = conn.Close()
 		if err != nil {
 			t.Fatalf("after probe %d (deadline %s), another writer cannot write: %v", i, time.Duration(i%100)*2*time.Microsecond, err)
+		}
+	}
+}
+
+// TestFitting: a page keeps the entries that fit in maxPageBytes, and
+// always its first.
+func TestFitting(t *testing.T) {
+	approval := func(kib int) *kernelv1.Approval {
+		return &kernelv1.Approval{ApprovalId: "apr-1", Note: strings.Repeat("x", kib<<10)}
+	}
+	for _, tt := range []struct {
+		name string
+		kib  []int
+		want int
+	}{
+		{"none", nil, 0},
+		{"small ones", []int{1, 1, 1}, 3},
+		{"three of 900 KiB fit, not four", []int{900, 900, 900, 900, 900}, 3},
+		{"one alone past the bound", []int{3500, 1}, 1},
+		{"up to the bound", []int{1000, 1000, 1000, 100}, 3},
+	} {
+		msgs := make([]*kernelv1.Approval, len(tt.kib))
+		for i, k := range tt.kib {
+			msgs[i] = approval(k)
+		}
+		if got := fitting(msgs); got != tt.want {
+			t.Errorf("%s: fitting = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }

@@ -498,7 +498,9 @@ type ListItemsRequest struct {
 	// canon_item_id of the previous page. It must be an item of the ledger
 	// (as it was at the instant asked).
 	AfterItemId string `protobuf:"bytes,2,opt,name=after_item_id,json=afterItemId,proto3" json:"after_item_id,omitempty"`
-	// At most this many (default 100, at most 1000).
+	// At most this many (default 100, at most 1000). A page ends earlier,
+	// with next_after_item_id set, rather than pass 3 MiB: items carry their
+	// contracts, and a client accepts 4 MiB by default.
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1218,7 +1220,8 @@ type ListApprovalsRequest struct {
 	// Return the approvals whose approval_id sorts after this one: the last
 	// approval_id of the previous page.
 	AfterApprovalId string `protobuf:"bytes,2,opt,name=after_approval_id,json=afterApprovalId,proto3" json:"after_approval_id,omitempty"`
-	// At most this many (default 100, at most 1000).
+	// At most this many (default 100, at most 1000). A page ends earlier,
+	// with next_after_approval_id set, rather than pass 3 MiB.
 	Limit         int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -238,7 +238,9 @@ export type ListItemsRequest = Message<"ambit.kernel.v1.ListItemsRequest"> & {
   afterItemId: string;
 
   /**
-   * At most this many (default 100, at most 1000).
+   * At most this many (default 100, at most 1000). A page ends earlier,
+   * with next_after_item_id set, rather than pass 3 MiB: items carry their
+   * contracts, and a client accepts 4 MiB by default.
    *
    * @generated from field: int32 limit = 3;
    */
@@ -652,7 +654,8 @@ export type ListApprovalsRequest = Message<"ambit.kernel.v1.ListApprovalsRequest
   afterApprovalId: string;
 
   /**
-   * At most this many (default 100, at most 1000).
+   * At most this many (default 100, at most 1000). A page ends earlier,
+   * with next_after_approval_id set, rather than pass 3 MiB.
    *
    * @generated from field: int32 limit = 3;
    */
