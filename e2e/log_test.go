@@ -59,10 +59,11 @@ func proposeItems(t *testing.T, st *stack, prefix string, n int) {
 }
 
 // TestItemPagesFitAClient: items whose contracts are large (here five of
-// 900 KiB, each in a request under the 1 MiB bound) are listed in pages a
-// client with gRPC's default 4 MiB limit can read: a page ends early, with
-// its continuation, rather than pass 3 MiB. Asked for all at once, they
-// would be 4.5 MiB.
+// 900 KiB, each in a request under the 1 MiB bound), and the journal's
+// entries that propose them, are listed in pages a client with gRPC's
+// default 4 MiB limit can read: a page ends early, with its continuation,
+// rather than pass 3 MiB. Asked for all at once, they would be 4.5 MiB.
+// ambitctl receipts follows such pages to the journal's end.
 func TestItemPagesFitAClient(t *testing.T) {
 	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
@@ -108,6 +109,47 @@ func TestItemPagesFitAClient(t *testing.T) {
 	}
 	if n := len(listed); n < 5 || !slices.Equal(listed[n-5:], big) || len(slices.Compact(slices.Sorted(slices.Values(listed)))) != n {
 		t.Errorf("items listed: %v; want each once, the big ones last", listed)
+	}
+
+	// The journal's entries, whose proposals carry the same contracts.
+	var seqs []int64
+	short = false
+	for req := (&kernelv1.ListEntriesRequest{Limit: 1000}); ; {
+		page, err := st.Gov.ListEntries(ctx, req)
+		if err != nil {
+			t.Fatalf("entries after %d: %v", req.AfterSeq, err)
+		}
+		if n := proto.Size(page); n > 3<<20+1<<10 {
+			t.Errorf("a page of %d bytes", n)
+		}
+		for _, e := range page.GetEntries() {
+			seqs = append(seqs, e.GetSeq())
+		}
+		if req.AfterSeq = page.GetNextAfterSeq(); req.AfterSeq == 0 {
+			break
+		}
+		short = short || len(page.GetEntries()) < 1000
+	}
+	cp, err := st.Gov.GetCheckpoint(ctx, &kernelv1.GetCheckpointRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(cp.GetCheckpoint().GetSize())
+	if n := int64(len(seqs)); n != size || seqs[0] != 1 || seqs[n-1] != n {
+		t.Errorf("entries listed: %d from %d to %d; want each of the journal's %d once", n, seqs[0], seqs[n-1], size)
+	}
+	if !short {
+		t.Error("no page of entries ended early")
+	}
+	// ambitctl follows the pages to the end.
+	out, err := ambitctl(t, "receipts", "--kind", "canon", "--kernel", st.Kernel.Governance, "--pki", st.PKI, "--as", "governance")
+	if err != nil {
+		t.Fatalf("ambitctl receipts: %v\n%s", err, out)
+	}
+	for _, id := range big {
+		if !strings.Contains(out, " "+id+"\n") {
+			t.Errorf("ambitctl receipts --kind canon does not list %s:\n%s", id, out)
+		}
 	}
 }
 

@@ -392,13 +392,20 @@ func pageEntries(ctx context.Context, c kernelv1.GovernanceServiceClient, after 
 		if err != nil {
 			return err
 		}
-		for _, e := range resp.GetEntries() {
+		entries := resp.GetEntries()
+		for _, e := range entries {
 			if !keep(e) {
 				return nil
 			}
-			after = e.GetSeq()
 		}
-		if len(resp.GetEntries()) < maxPage {
+		switch next := resp.GetNextAfterSeq(); {
+		case next != 0:
+			after = next
+		case len(entries) == maxPage:
+			// A kernel that does not say where to go on ends no page
+			// early: a full page may have more after it.
+			after = entries[len(entries)-1].GetSeq()
+		default:
 			return nil
 		}
 	}

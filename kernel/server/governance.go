@@ -225,13 +225,22 @@ func (s *Governance) ListEntries(ctx context.Context, req *kernelv1.ListEntriesR
 	case limit > 1000:
 		limit = 1000
 	}
-	entries, err := s.K.Entries(ctx, req.GetAfterSeq(), limit)
+	// One more than the page tells whether the journal goes on.
+	entries, err := s.K.Entries(ctx, req.GetAfterSeq(), limit+1)
 	if err != nil {
 		return nil, Status(err)
 	}
+	more := len(entries) > limit
+	entries = entries[:min(len(entries), limit)]
 	out := &kernelv1.ListEntriesResponse{}
 	for _, e := range entries {
 		out.Entries = append(out.Entries, bundle.EntryProto(e))
+	}
+	if n := fitting(out.Entries); n < len(out.Entries) {
+		out.Entries, more = out.Entries[:n], true
+	}
+	if more {
+		out.NextAfterSeq = out.Entries[len(out.Entries)-1].GetSeq()
 	}
 	return out, nil
 }

@@ -1572,7 +1572,9 @@ type ListEntriesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Return entries after this position.
 	AfterSeq int64 `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
-	// At most this many (default 100, at most 1000).
+	// At most this many (default 100; more than 1000 is taken as 1000). A
+	// page ends earlier, with next_after_seq set, rather than pass 3 MiB:
+	// entries carry their bodies, contracts among them.
 	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1626,7 +1628,10 @@ func (x *ListEntriesRequest) GetLimit() int32 {
 type ListEntriesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Entries in order.
-	Entries       []*v1.Entry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Entries []*v1.Entry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	// The seq to pass as after_seq for the next page; 0 when the page
+	// reached the journal's end as it then stood.
+	NextAfterSeq  int64 `protobuf:"varint,2,opt,name=next_after_seq,json=nextAfterSeq,proto3" json:"next_after_seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1666,6 +1671,13 @@ func (x *ListEntriesResponse) GetEntries() []*v1.Entry {
 		return x.Entries
 	}
 	return nil
+}
+
+func (x *ListEntriesResponse) GetNextAfterSeq() int64 {
+	if x != nil {
+		return x.NextAfterSeq
+	}
+	return 0
 }
 
 // VerifyLogRequest asks for a full verification.
@@ -2312,9 +2324,10 @@ const file_ambit_kernel_v1_governance_proto_rawDesc = "" +
 	"\x18next_after_capability_id\x18\x02 \x01(\tR\x15nextAfterCapabilityId\"G\n" +
 	"\x12ListEntriesRequest\x12\x1b\n" +
 	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"G\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"m\n" +
 	"\x13ListEntriesResponse\x120\n" +
-	"\aentries\x18\x01 \x03(\v2\x16.ambit.ledger.v1.EntryR\aentries\"\x12\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.ambit.ledger.v1.EntryR\aentries\x12$\n" +
+	"\x0enext_after_seq\x18\x02 \x01(\x03R\fnextAfterSeq\"\x12\n" +
 	"\x10VerifyLogRequest\"\xb1\x01\n" +
 	"\x11VerifyLogResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x18\n" +

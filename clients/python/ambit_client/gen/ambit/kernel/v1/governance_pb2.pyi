@@ -193,10 +193,12 @@ class ListEntriesRequest(_message.Message):
     def __init__(self, after_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class ListEntriesResponse(_message.Message):
-    __slots__ = ["entries"]
+    __slots__ = ["entries", "next_after_seq"]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[_ledger_pb2.Entry]
-    def __init__(self, entries: _Optional[_Iterable[_Union[_ledger_pb2.Entry, _Mapping]]] = ...) -> None: ...
+    next_after_seq: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[_ledger_pb2.Entry, _Mapping]]] = ..., next_after_seq: _Optional[int] = ...) -> None: ...
 
 class ListItemsRequest(_message.Message):
     __slots__ = ["after_item_id", "at", "limit"]
