@@ -18,6 +18,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/bundle"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
+	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	logv1 "github.com/ambitkernel/ambit/proto/gen/ambit/log/v1"
 	"github.com/ambitkernel/ambit/sdk/devstack"
@@ -35,9 +36,10 @@ import (
 // checkpointDir is the kernel's default checkpoint directory.
 func checkpointDir(st *stack) string { return st.KernelDB + ".checkpoints" }
 
-// proposeItems records n canon items through the governance API: n
-// journal entries that need no adapter.
-func proposeItems(t *testing.T, st *stack, prefix string, n int) {
+// proposeItems records n canon items through the governance API, each
+// contract changed by edits: n journal entries that need no adapter. It
+// returns the items' ids.
+func proposeItems(t *testing.T, st *stack, prefix string, n int, edits ...func(*contractv1.Contract)) []string {
 	t.Helper()
 	ctx := testCtx(t)
 	conn, err := st.Conn(ctx, st.Kernel.Governance, devstack.PolicyOwner)
@@ -46,16 +48,22 @@ func proposeItems(t *testing.T, st *stack, prefix string, n int) {
 	}
 	gov := kernelv1.NewGovernanceServiceClient(conn)
 	e, _ := st.Example(demo.ExpenseRefund)
+	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", prefix, i)
 		ct, err := demo.Contract(e, "task-"+id, demo.Claim1001, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
-			t.Fatal(err)
+		for _, edit := range edits {
+			edit(ct)
 		}
+		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
+			t.Fatalf("propose %s: %v", id, err)
+		}
+		ids = append(ids, id)
 	}
+	return ids
 }
 
 // TestItemPagesFitAClient: items whose contracts are large (here five of
@@ -67,76 +75,40 @@ func proposeItems(t *testing.T, st *stack, prefix string, n int) {
 func TestItemPagesFitAClient(t *testing.T) {
 	st := startStack(t, devstack.Options{})
 	ctx := testCtx(t)
-	conn, err := st.Conn(ctx, st.Kernel.Governance, devstack.PolicyOwner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := kernelv1.NewGovernanceServiceClient(conn)
-	e, _ := st.Example(demo.ExpenseRefund)
-	var big []string
-	for i := range 5 {
-		id := fmt.Sprintf("big-%d", i)
-		ct, err := demo.Contract(e, "task-"+id, demo.Claim1001, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
+	big := proposeItems(t, st, "big", 5, func(ct *contractv1.Contract) {
 		ct.GetAction().GetTools()[0].GetInputSchema().GetFields()["description"] = structpb.NewStringValue(strings.Repeat("a long schema ", 900<<10/14))
-		if _, err := gov.ProposeItem(ctx, &kernelv1.ProposeItemRequest{Item: demo.ContractItem(id, demo.ProvenanceRef(e, ct), ct)}); err != nil {
-			t.Fatalf("propose %s: %v", id, err)
-		}
-		big = append(big, id)
-	}
-	var listed []string
-	short := false
-	for req := (&kernelv1.ListItemsRequest{Limit: 1000}); ; {
-		page, err := st.Gov.ListItems(ctx, req)
-		if err != nil {
-			t.Fatalf("items after %q: %v", req.AfterItemId, err)
-		}
-		if n := proto.Size(page); n > 3<<20+1<<10 {
-			t.Errorf("a page of %d bytes", n)
-		}
+	})
+	listed, short := walkPages(t, func(after string) (proto.Message, []string, string, error) {
+		page, err := st.Gov.ListItems(ctx, &kernelv1.ListItemsRequest{Limit: 1000, AfterItemId: after})
+		var ids []string
 		for _, it := range page.GetItems() {
-			listed = append(listed, it.GetItem().GetCanonItemId())
+			ids = append(ids, it.GetItem().GetCanonItemId())
 		}
-		if req.AfterItemId = page.GetNextAfterItemId(); req.AfterItemId == "" {
-			break
-		}
-		short = short || len(page.GetItems()) < 1000
-	}
+		return page, ids, page.GetNextAfterItemId(), err
+	})
 	if !short {
-		t.Error("no page ended early")
+		t.Error("no page of items ended early")
 	}
 	if n := len(listed); n < 5 || !slices.Equal(listed[n-5:], big) || len(slices.Compact(slices.Sorted(slices.Values(listed)))) != n {
 		t.Errorf("items listed: %v; want each once, the big ones last", listed)
 	}
 
 	// The journal's entries, whose proposals carry the same contracts.
-	var seqs []int64
-	short = false
-	for req := (&kernelv1.ListEntriesRequest{Limit: 1000}); ; {
-		page, err := st.Gov.ListEntries(ctx, req)
-		if err != nil {
-			t.Fatalf("entries after %d: %v", req.AfterSeq, err)
-		}
-		if n := proto.Size(page); n > 3<<20+1<<10 {
-			t.Errorf("a page of %d bytes", n)
-		}
+	seqs, short := walkPages(t, func(after int64) (proto.Message, []int64, int64, error) {
+		page, err := st.Gov.ListEntries(ctx, &kernelv1.ListEntriesRequest{Limit: 1000, AfterSeq: after})
+		var seqs []int64
 		for _, e := range page.GetEntries() {
 			seqs = append(seqs, e.GetSeq())
 		}
-		if req.AfterSeq = page.GetNextAfterSeq(); req.AfterSeq == 0 {
-			break
-		}
-		short = short || len(page.GetEntries()) < 1000
-	}
+		return page, seqs, page.GetNextAfterSeq(), err
+	})
 	cp, err := st.Gov.GetCheckpoint(ctx, &kernelv1.GetCheckpointRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	size := int64(cp.GetCheckpoint().GetSize())
-	if n := int64(len(seqs)); n != size || seqs[0] != 1 || seqs[n-1] != n {
-		t.Errorf("entries listed: %d from %d to %d; want each of the journal's %d once", n, seqs[0], seqs[n-1], size)
+	if n := int64(len(seqs)); n == 0 || n != size || seqs[0] != 1 || seqs[n-1] != n {
+		t.Errorf("entries listed: %v; want each of the journal's %d once", seqs, size)
 	}
 	if !short {
 		t.Error("no page of entries ended early")
@@ -150,6 +122,31 @@ func TestItemPagesFitAClient(t *testing.T) {
 		if !strings.Contains(out, " "+id+"\n") {
 			t.Errorf("ambitctl receipts --kind canon does not list %s:\n%s", id, out)
 		}
+	}
+}
+
+// walkPages reads a listing a page at a time from its start: page reads
+// the page after a key and returns it, its entries' keys and the key to go
+// on after (zero on the last page). A page past 3 MiB fails the test;
+// short reports whether a page other than the last held fewer than the
+// 1,000 entries asked.
+func walkPages[K comparable](t *testing.T, page func(after K) (proto.Message, []K, K, error)) (keys []K, short bool) {
+	t.Helper()
+	var after, zero K
+	for {
+		m, ks, next, err := page(after)
+		if err != nil {
+			t.Fatalf("page after %v: %v", after, err)
+		}
+		if n := proto.Size(m); n > 3<<20+1<<10 {
+			t.Errorf("page after %v: %d bytes", after, n)
+		}
+		keys = append(keys, ks...)
+		if next == zero {
+			return keys, short
+		}
+		short = short || len(ks) < 1000
+		after = next
 	}
 }
 

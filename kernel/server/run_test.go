@@ -16,20 +16,27 @@ import (
 	"github.com/ambitkernel/ambit/sdk/sqldb/pgtest"
 )
 
-func TestWritableProbe(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kernel.db")
-	st, err := store.Open(ctx, path, store.DurabilityFull)
+// probedStore opens a kernel store in a new folder and the writable probe
+// of its database, both closed when the test ends.
+func probedStore(t *testing.T) (path string, probe func(context.Context) error) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "kernel.db")
+	st, err := store.Open(context.Background(), path, store.DurabilityFull)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-
+	t.Cleanup(func() { _ = st.Close() })
 	probe, closeProbe, err := writableProbe(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeProbe()
+	t.Cleanup(func() { _ = closeProbe() })
+	return path, probe
+}
+
+func TestWritableProbe(t *testing.T) {
+	ctx := context.Background()
+	path, probe := probedStore(t)
 	if err := probe(ctx); err != nil {
 		t.Errorf("probe of a writable database: %v", err)
 	}
@@ -112,17 +119,7 @@ func TestPostgresProbe(t *testing.T) {
 // would wait on it.
 func TestWritableProbeNeverKeepsTheLock(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "kernel.db")
-	st, err := store.Open(ctx, path, store.DurabilityFull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	probe, closeProbe, err := writableProbe(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeProbe()
+	path, probe := probedStore(t)
 	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	if err != nil {
 		t.Fatal(err)
