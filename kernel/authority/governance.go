@@ -200,24 +200,23 @@ func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classifie
 	if q.Limit < 1 {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "limit must be at least 1, got %d", q.Limit)
 	}
+	var more, ok bool
+	if !q.At.IsZero() {
+		// First: the fold goes on when the caller stops waiting, for the
+		// call that asks again (see pageAt).
+		if page, more, ok, err = k.ledger.pageAt(ctx, q.At, q.After, q.Limit); err != nil {
+			return nil, "", "", err
+		}
+	}
 	h, err := k.store.Head(ctx)
 	if err != nil {
 		return nil, "", "", err
 	}
-	var more, ok bool
 	if q.At.IsZero() {
 		page, more, ok = k.ledger.page(q.After, q.Limit)
-		for i, c := range page {
-			page[i] = k.ledger.filled(c)
-		}
-	} else {
-		page, more, ok, err = k.ledger.pageAt(ctx, q.At, q.After, q.Limit)
-		if err != nil {
-			return nil, "", "", err
-		}
-		for i, c := range page {
-			page[i] = k.ledger.filled(c)
-		}
+	}
+	for i, c := range page {
+		page[i] = k.ledger.filled(c)
 	}
 	if !ok {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "after_item_id %q is not an item of the ledger at the instant asked", q.After)

@@ -1,6 +1,8 @@
 package authority_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -539,6 +541,20 @@ func TestItemsAtAPastInstantAcrossPages(t *testing.T) {
 		if _, _, from := authority.PastLedger(w.k); c.snapshot != (from == size) || !c.snapshot && from != 0 {
 			t.Errorf("pages at %s folded from journal position %d; want the snapshot's (%d): %v", c.at, from, size, c.snapshot)
 		}
+	}
+
+	// A caller that stops waiting leaves the fold to the next one.
+	gone, cancel := context.WithCancel(w.ctx)
+	cancel()
+	other := then.Add(-time.Second)
+	if _, _, _, err := w.k.Items(gone, authority.ItemQuery{At: other, Limit: 2}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a listing whose caller stopped waiting: %v, want context.Canceled", err)
+	}
+	if held, _, _ := authority.PastLedger(w.k); !held {
+		t.Error("the fold of a listing whose caller stopped waiting was dropped")
+	}
+	if items, _, _, err := w.k.Items(w.ctx, authority.ItemQuery{At: other, Limit: 10}); err != nil || len(items) != 4 {
+		t.Errorf("the same instant asked again: %v, %v; want its four items", classes(items), err)
 	}
 
 	authority.KeepPast(w.k, time.Millisecond)

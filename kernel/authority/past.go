@@ -59,13 +59,18 @@ func (l *ledger) pageAt(ctx context.Context, until time.Time, after string, limi
 	p := &l.past
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The fold goes on when the caller stops waiting: at a million tasks
+	// it takes minutes, longer than a client's deadline may be, and the
+	// call that asks again then finds it done (or waits for its end)
+	// instead of starting over.
+	ctx = context.WithoutCancel(ctx)
 	fresh, fromSnapshot, began := p.state == nil || !p.until.Equal(until), false, time.Now()
 	if fresh {
 		p.state, p.seen, fromSnapshot = l.snapshotBefore(ctx, until)
 		p.until, p.from, p.done = until, p.seen, false
 	}
 	err = l.foldUntil(ctx, p)
-	if err != nil && fromSnapshot && ctx.Err() == nil {
+	if err != nil && fromSnapshot {
 		// The journal after the snapshot does not fold onto it: as at
 		// start-up, the journal decides.
 		l.log.Warn("the journal does not fold onto the ledger snapshot; replaying the whole journal to a past instant", zap.Error(err))

@@ -264,6 +264,7 @@ func TestGovernanceErrors(t *testing.T) {
 		{"approvals limit", []string{"approvals", "--limit", "1001"}, cli.ErrUsage, "--limit must be 1 to 1000"},
 		{"approvals state", []string{"approvals", "--state", "lost"}, cli.ErrUsage, "--state must be one of pending, approved, rejected, consumed, cancelled"},
 		{"approvals arguments", []string{"approvals", "apr-1"}, cli.ErrUsage, "takes no arguments"},
+		{"ledger at past its deadline", []string{"ledger", "at", "2026-01-01T00:00:00Z", "--timeout", "1ns"}, nil, "the kernel goes on replaying its journal to 2026-01-01T00:00:00Z: run the command again in a while, or give a longer --timeout"},
 		{"unknown context", []string{"tasks", "--context", "nowhere"}, cli.ErrUsage, `no context "nowhere"`},
 		{"context set without kernel", []string{"context", "set", "x", "--pki", root, "--as", "governance"}, cli.ErrUsage, "needs --kernel, --pki and --as"},
 		{"context name", []string{"context", "set", "a/b", "--kernel", gov, "--pki", root, "--as", "governance"}, cli.ErrUsage, "a context name"},

@@ -17,6 +17,8 @@ import (
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // read a stopped kernel's log
 )
@@ -259,6 +261,9 @@ func runLedgerAt(ctx context.Context, env *Env, g *govFlags, args []string) erro
 			}
 		}
 	})
+	if req.At != nil && status.Code(err) == codes.DeadlineExceeded {
+		return fmt.Errorf("list items: %w (the kernel goes on replaying its journal to %s: run the command again in a while, or give a longer --timeout)", err, args[0])
+	}
 	if err != nil {
 		return fmt.Errorf("list items: %w", err)
 	}

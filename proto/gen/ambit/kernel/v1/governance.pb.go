@@ -492,7 +492,8 @@ type ListItemsRequest struct {
 	// Replay the ledger up to this instant; unset means now. Pass the same
 	// instant for every page: the kernel keeps the last instant replayed
 	// for a couple of minutes after each page, and replays the journal
-	// again for another instant.
+	// again for another instant. A replay goes on when its caller stops
+	// waiting, so that asking again finds it done.
 	At *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
 	// Return the items first recorded after this one: the last
 	// canon_item_id of the previous page. It must be an item of the ledger

@@ -222,7 +222,8 @@ export type ListItemsRequest = Message<"ambit.kernel.v1.ListItemsRequest"> & {
    * Replay the ledger up to this instant; unset means now. Pass the same
    * instant for every page: the kernel keeps the last instant replayed
    * for a couple of minutes after each page, and replays the journal
-   * again for another instant.
+   * again for another instant. A replay goes on when its caller stops
+   * waiting, so that asking again finds it done.
    *
    * @generated from field: google.protobuf.Timestamp at = 1;
    */
