@@ -411,7 +411,7 @@ func (k *Kernel) Redeem(ctx context.Context, sidecar string, env *receiptv1.Enve
 		step := capability.Next(status, capability.Redeem)
 		switch step.Result {
 		case capability.Refuse:
-			return refuse(ErrStale, step.Refusal, "capability %s is %s: %s", row.CapabilityID, strings.TrimPrefix(status.String(), "COMMITMENT_STATUS_"), closedNote(row, status))
+			return refuseStep(step, "capability %s is %s: %s", row.CapabilityID, strings.TrimPrefix(status.String(), "COMMITMENT_STATUS_"), closedNote(row, status))
 		case capability.Repeat:
 			// A retry: the effect may have happened; the adapter's ledger
 			// knows, and its key lets it happen at most once.
@@ -553,11 +553,7 @@ func (k *Kernel) settle(ctx context.Context, caller string, env *receiptv1.Envel
 		step := capability.Next(row.Status, s.event)
 		switch step.Result {
 		case capability.Refuse:
-			kind := ErrStale
-			if step.Refusal == "EFFECT_CONFLICT" {
-				kind = ErrExists
-			}
-			return refuse(kind, step.Refusal, "capability %s is %s: it takes no %s receipt", row.CapabilityID, row.Status, s.kind)
+			return refuseStep(step, "capability %s is %s: it takes no %s receipt", row.CapabilityID, row.Status, s.kind)
 		case capability.Repeat:
 			if row.EffectReceiptID != s.receiptID {
 				return refuse(ErrExists, "EFFECT_CONFLICT", "capability %s is settled by %s, not %s", row.CapabilityID, row.EffectReceiptID, s.receiptID)
@@ -582,6 +578,17 @@ func (k *Kernel) settle(ctx context.Context, caller string, env *receiptv1.Envel
 		return nil
 	})
 	return out, index, err
+}
+
+// refuseStep refuses what a capability's life cycle refuses (step): an
+// effect other than the one recorded is a conflict, anything else stale
+// state.
+func refuseStep(step capability.Transition, format string, args ...any) error {
+	kind := ErrStale
+	if step.Refusal == "EFFECT_CONFLICT" {
+		kind = ErrExists
+	}
+	return refuse(kind, step.Refusal, format, args...)
 }
 
 // truncate cuts s to at most n bytes, at a character's boundary, marking
@@ -634,7 +641,7 @@ func (k *Kernel) RecordReadback(ctx context.Context, caller string, env *receipt
 		}
 		step := capability.Next(row.Status, ev)
 		if step.Result == capability.Refuse {
-			return refuse(ErrStale, step.Refusal, "capability %s is %s; a readback needs a recorded effect", row.CapabilityID, row.Status)
+			return refuseStep(step, "capability %s is %s; a readback needs a recorded effect", row.CapabilityID, row.Status)
 		}
 		if row.ReadbackReceiptID == r.GetReceiptId() {
 			out = commitment(row, now) // the same readback again

@@ -13,15 +13,16 @@ func PastLedger(k *Kernel) (held bool, contracts int, from int64) {
 	p := &k.ledger.past
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state == nil {
+	st := p.fold.state
+	if st == nil {
 		return false, 0, 0
 	}
-	for _, id := range p.state.IDs() {
-		if it, ok := p.state.Item(id); ok && it.GetContract() != nil && !canon.Compacted(it) {
+	for _, id := range st.IDs() {
+		if it, ok := st.Item(id); ok && it.GetContract() != nil && !canon.Compacted(it) {
 			contracts++
 		}
 	}
-	return true, contracts, p.from
+	return true, contracts, p.fold.from
 }
 
 // KeepPast sets how long k keeps a past ledger after its last page.

@@ -131,45 +131,83 @@ func (l *ledger) load(ctx context.Context) (*canon.State, int64, error) {
 		}
 		return st, seen, nil
 	}
-	if st, at := l.fromSnapshot(ctx); st != nil {
-		seen, err := l.foldAfter(ctx, st, at)
+	f, err := l.fold(ctx, time.Time{})
+	return f.state, f.seen, err
+}
+
+// folded is the ledger folded from a journal position (a snapshot's, or
+// 0) to another (seen, that of its last transition). done: a transition
+// after the instant folded to was read, so nothing appended later
+// changes the state.
+type folded struct {
+	state      *canon.State
+	from, seen int64
+	done       bool
+}
+
+// fold folds the journal into a new state as it stood at until (zero:
+// now): from the newest snapshot that matches the journal and holds no
+// transition after until, else from the journal's first entry.
+func (l *ledger) fold(ctx context.Context, until time.Time) (folded, error) {
+	if st, at := l.fromSnapshot(ctx, until); st != nil {
+		f := folded{state: st, from: at, seen: at}
+		err := l.foldAfter(ctx, &f, until)
 		if err == nil {
-			return st, seen, nil
+			return f, nil
 		}
 		// The journal after the snapshot does not fold onto it: whichever
 		// is wrong, the journal decides.
-		l.log.Warn("the journal does not fold onto the ledger snapshot; replaying the whole journal", zap.Int64("journal_size", at), zap.Error(err))
+		l.log.Warn("the journal does not fold onto the ledger snapshot; "+replaying(until), zap.Int64("journal_size", at), zap.Error(err))
 	}
-	st := &canon.State{}
-	st.SetContent(l.content)
-	seen, err := l.foldAfter(ctx, st, 0)
-	if err != nil {
-		return nil, 0, err
+	f := folded{state: &canon.State{}}
+	f.state.SetContent(l.content)
+	if err := l.foldAfter(ctx, &f, until); err != nil {
+		return folded{}, err
 	}
-	return st, seen, nil
+	return f, nil
 }
 
-// fromSnapshot reads the newest snapshot that matches the journal, and
-// the journal position it was taken at. Nil when there is none: a
-// snapshot is only ever a shortcut, so one that does not match is skipped
-// with a warning, never trusted and never a reason not to start.
-func (l *ledger) fromSnapshot(ctx context.Context) (*canon.State, int64) {
+// fromSnapshot reads the newest snapshot that matches the journal and,
+// when until is set, holds no transition after it, and the journal
+// position it was taken at. Nil when there is none: a snapshot is only
+// ever a shortcut, so one that does not match is skipped with a warning,
+// never trusted and never a reason not to start.
+func (l *ledger) fromSnapshot(ctx context.Context, until time.Time) (*canon.State, int64) {
 	snaps, err := l.snaps.LedgerSnapshots(ctx, snapshotTries)
 	if err != nil {
-		l.log.Warn("ledger snapshots unreadable; replaying the whole journal", zap.Error(err))
+		l.log.Warn("ledger snapshots unreadable; "+replaying(until), zap.Error(err))
 		return nil, 0
 	}
+	unreadable := 0
 	for _, sn := range snaps {
+		// A snapshot taken at or before until holds no transition after
+		// it, unless clocks differ, which Last catches. One taken later
+		// may; skipping it costs only the shortcut.
+		if !until.IsZero() && sn.TakenAt.After(until) {
+			continue
+		}
 		st, err := l.readSnapshot(ctx, sn)
-		if err == nil {
+		if err != nil {
+			unreadable++
+			l.log.Warn("ledger snapshot ignored", zap.String("snapshot", sn.ID), zap.Uint64("journal_size", sn.JournalSize), zap.Error(err))
+			continue
+		}
+		if until.IsZero() || !st.Last().After(until) {
 			return st, int64(sn.JournalSize)
 		}
-		l.log.Warn("ledger snapshot ignored", zap.String("snapshot", sn.ID), zap.Uint64("journal_size", sn.JournalSize), zap.Error(err))
 	}
-	if len(snaps) > 0 {
-		l.log.Warn("no ledger snapshot matches the journal; replaying the whole journal")
+	if unreadable > 0 && unreadable == len(snaps) {
+		l.log.Warn("no ledger snapshot matches the journal; " + replaying(until))
 	}
 	return nil, 0
+}
+
+// replaying says, in a warning, what a fold to until falls back to.
+func replaying(until time.Time) string {
+	if until.IsZero() {
+		return "replaying the whole journal"
+	}
+	return "replaying the whole journal to a past instant"
 }
 
 // readSnapshot reads sn once it is shown to follow this journal: the
@@ -194,31 +232,36 @@ func (l *ledger) readSnapshot(ctx context.Context, sn store.LedgerSnapshot) (*ca
 	return st, nil
 }
 
-// foldAfter folds the canon transitions after journal position after into
-// st, a page at a time, compacting each page's contracts once folded (they
-// are durable in the journal), and returns the position of the last.
-func (l *ledger) foldAfter(ctx context.Context, st *canon.State, after int64) (int64, error) {
-	seen := after
-	for {
-		entries, err := l.snaps.EntriesOfKindAfter(ctx, journalKindCanon, seen, foldPage)
+// foldAfter folds into f.state the canon transitions after f.seen, a
+// page at a time, compacting each page's contracts once folded (they are
+// durable in the journal), up to the first one after until (zero: all of
+// them).
+func (l *ledger) foldAfter(ctx context.Context, f *folded, until time.Time) error {
+	for !f.done {
+		entries, err := l.snaps.EntriesOfKindAfter(ctx, journalKindCanon, f.seen, foldPage)
 		if err != nil {
-			return 0, fmt.Errorf("replay ledger: %w", err)
+			return fmt.Errorf("replay ledger: %w", err)
 		}
 		for _, e := range entries {
 			t, err := decodeTransition(e)
 			if err != nil {
-				return 0, fmt.Errorf("replay ledger: %w", err)
+				return fmt.Errorf("replay ledger: %w", err)
 			}
-			if err := st.Apply(t, l.auth); err != nil {
-				return 0, fmt.Errorf("replay ledger: entry %d: %w", e.Seq, err)
+			if !until.IsZero() && t.At.After(until) {
+				f.done = true
+				break
 			}
-			seen = e.Seq
+			if err := f.state.Apply(t, l.auth); err != nil {
+				return fmt.Errorf("replay ledger: entry %d: %w", e.Seq, err)
+			}
+			f.seen = e.Seq
 		}
-		st.Compact()
+		f.state.Compact()
 		if len(entries) < foldPage {
-			return seen, nil
+			return nil
 		}
 	}
+	return nil
 }
 
 // content loads a compacted contract from the journal: the contract of

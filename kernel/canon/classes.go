@@ -178,9 +178,6 @@ func span(order []string, from, limit int) ([]string, bool) {
 
 // All returns every item with its class, in the order first recorded.
 func (c *Classes) All() []Classified {
-	out := make([]Classified, len(c.order))
-	for i, id := range c.order {
-		out[i] = c.byID[id].Classified
-	}
-	return out
+	all, _, _ := c.Page("", len(c.order))
+	return all
 }

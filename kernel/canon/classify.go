@@ -56,12 +56,8 @@ func Classify(s *State, id string, auth Authorities) Result {
 
 // ClassifyAll classifies every item of s in the order first recorded.
 func ClassifyAll(s *State, auth Authorities) []Classified {
-	c := classifier{s: s, auth: auth, memo: map[string]Result{}}
-	out := make([]Classified, 0, len(s.order))
-	for _, id := range s.order {
-		out = append(out, Classified{Item: proto.CloneOf(s.records[id].item), Result: c.classify(id)})
-	}
-	return out
+	all, _, _ := ClassifyPage(s, auth, "", len(s.order))
+	return all
 }
 
 // ClassifyPage classifies a page of the items of s, as [Classes.Page]
