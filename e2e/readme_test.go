@@ -52,7 +52,7 @@ func TestReadmeGoSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's Go snippet: %v\n%s", err, out)
 	}
-	want := "[ALL_APERTURES_SATISFIED]\ntrue true\nREADBACK_STATUS_VERIFIED\n[COMMITMENT_STATUS_VERIFIED] 0\nERROR_REASON_FIELDS_OUTSIDE_GRANT\n"
+	want := "[ALL_APERTURES_SATISFIED]\ntrue true\nREADBACK_STATUS_VERIFIED\n[COMMITMENT_STATUS_VERIFIED] 0\ntrue\nERROR_REASON_FIELDS_OUTSIDE_GRANT\n"
 	if string(out) != want {
 		t.Errorf("the README's Go snippet printed:\n%s\nwant:\n%s", out, want)
 	}

@@ -27,5 +27,6 @@ def test_readme_python_snippet_runs(stack, bind):
         "True True",
         "VERIFIED",
         "['COMMITMENT_STATUS_VERIFIED'] 0",
+        "True",
         "ERROR_REASON_FIELDS_OUTSIDE_GRANT",
     ], run.stdout

@@ -229,6 +229,7 @@ describe("live stack", { skip: skipLive() }, () => {
     assert.match(run.stdout, /^true true$/m);
     assert.match(run.stdout, /^VERIFIED$/m);
     assert.match(run.stdout, /^VERIFIED 0$/m);
+    assert.match(run.stdout, /^true$/m);
     assert.match(run.stdout, /^ERROR_REASON_FIELDS_OUTSIDE_GRANT$/m);
   });
 });
