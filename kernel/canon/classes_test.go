@@ -48,17 +48,7 @@ func sameAsClassifyAll(t interface {
 		{"Classes.Page(3)", func(a string) ([]canon.Classified, bool, bool) { return cls.Page(a, 3) }},
 		{"ClassifyPage(2)", func(a string) ([]canon.Classified, bool, bool) { return canon.ClassifyPage(s, auth, a, 2) }},
 	} {
-		var got []canon.Classified
-		for next, more := "", true; more; {
-			page, m, ok := walk.page(next)
-			if !ok || len(page) == 0 && m {
-				t.Fatalf("after %s, %s after %q: %d items, more %v, ok %v", after, walk.name, next, len(page), m, ok)
-			}
-			got, more = append(got, page...), m
-			if len(page) > 0 {
-				next = page[len(page)-1].Item.GetCanonItemId()
-			}
-		}
+		got := walkPages(t, "after "+after+", "+walk.name, len(full), walk.page)
 		same := len(full) == len(got)
 		for i := 0; same && i < len(full); i++ {
 			same = full[i].Class == got[i].Class && slices.Equal(full[i].Reasons, got[i].Reasons) && proto.Equal(full[i].Item, got[i].Item)

@@ -2,7 +2,6 @@ package canon
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -65,11 +64,11 @@ func ClassifyAll(s *State, auth Authorities) []Classified {
 func ClassifyPage(s *State, auth Authorities, after string, limit int) (page []Classified, more, ok bool) {
 	from := 0
 	if after != "" {
-		i := slices.Index(s.order, after)
-		if i < 0 {
+		r, found := s.records[after]
+		if !found {
 			return nil, false, false
 		}
-		from = i + 1
+		from = r.place + 1
 	}
 	ids, more := span(s.order, from, limit)
 	c := classifier{s: s, auth: auth, memo: map[string]Result{}}

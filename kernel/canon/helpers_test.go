@@ -190,3 +190,27 @@ func destinationNames(a *contractv1.ActionAperture) []string {
 	}
 	return out
 }
+
+// walkPages follows a listing's pages from the first, as a client does,
+// and fails once it has been given more than want items: a page that
+// starts over would otherwise never end.
+func walkPages(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, name string, want int, page func(after string) ([]canon.Classified, bool, bool)) []canon.Classified {
+	t.Helper()
+	var got []canon.Classified
+	for next, more := "", true; more; {
+		p, m, ok := page(next)
+		if !ok || len(p) == 0 && m {
+			t.Fatalf("%s after %q: %d items, more %v, ok %v", name, next, len(p), m, ok)
+		}
+		if got, more = append(got, p...), m; len(got) > want {
+			t.Fatalf("%s: %d items walked, more than the %d there are", name, len(got), want)
+		}
+		if len(p) > 0 {
+			next = p[len(p)-1].Item.GetCanonItemId()
+		}
+	}
+	return got
+}

@@ -194,6 +194,7 @@ func ReadSnapshot(r io.Reader, auth Authorities, content ContentFunc) (*State, e
 		if _, dup := s.records[id]; dup || id == "" {
 			return nil, fmt.Errorf("ledger snapshot item %d: id %q empty or repeated: %w", i, id, ErrSnapshot)
 		}
+		r.place = len(s.order)
 		s.records[id] = r
 		s.order = append(s.order, id)
 		s.refs.add(r.item, r.task)

@@ -10,6 +10,7 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	ledgerv1 "github.com/ambitkernel/ambit/proto/gen/ambit/ledger/v1"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
@@ -142,6 +143,15 @@ func TestSnapshotFoldsLikeReplay(t *testing.T) {
 				cl := canon.NewClasses(restored, c.auth)
 				if d := cmp.Diff(canon.ClassifyAll(restored, c.auth), cl.All(), protocmp.Transform()); d != "" {
 					t.Fatalf("cut %d: Classes of the restored state differ from ClassifyAll:\n%s", cut, d)
+				}
+				// A restored state's pages begin after an item as the full
+				// fold's do.
+				all := canon.ClassifyAll(restored, c.auth)
+				paged := walkPages(t, fmt.Sprintf("cut %d, ClassifyPage(2)", cut), len(all), func(after string) ([]canon.Classified, bool, bool) {
+					return canon.ClassifyPage(restored, c.auth, after, 2)
+				})
+				if d := cmp.Diff(all, paged, protocmp.Transform(), cmpopts.EquateEmpty()); d != "" {
+					t.Fatalf("cut %d: pages of the restored state differ from ClassifyAll:\n%s", cut, d)
 				}
 			}
 			t.Logf("%d contracts loaded on demand", loads)

@@ -109,6 +109,9 @@ type record struct {
 	// task is the task a contract item's binding names, kept apart from
 	// the contract so that it survives compaction.
 	task string
+	// place is the item's position in the order first recorded, so that a
+	// page begins after an item without a search of the order.
+	place int
 }
 
 // Apply records t, or refuses it with an error that wraps one of the
@@ -397,6 +400,7 @@ func (s *State) record(t Transition, item *ledgerv1.CanonItem, filter *ledgerv1.
 		proposer:   t.Actor,
 		recordedAt: t.At,
 		filter:     proto.CloneOf(filter),
+		place:      len(s.order),
 	}
 	if item.GetKind() == ledgerv1.ItemKind_ITEM_KIND_CONTRACT && item.GetHandoffParentRef() == "" {
 		rec.task = item.GetContract().GetBinding().GetTaskId()
