@@ -215,9 +215,7 @@ func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classifie
 	if q.At.IsZero() {
 		page, more, ok = k.ledger.page(q.After, q.Limit)
 	}
-	for i, c := range page {
-		page[i] = k.ledger.filled(c)
-	}
+	k.ledger.fill(ctx, page)
 	if !ok {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "after_item_id %q is not an item of the ledger at the instant asked", q.After)
 	}

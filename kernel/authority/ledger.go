@@ -79,6 +79,7 @@ type ledger struct {
 type snapshotStore interface {
 	EntriesOfKindAfter(ctx context.Context, kind string, after int64, limit int) ([]journal.Entry, error)
 	EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error)
+	EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error)
 	JournalRootAt(ctx context.Context, size uint64) ([]byte, error)
 	LedgerSnapshots(ctx context.Context, limit int) ([]store.LedgerSnapshot, error)
 	ReadLedgerSnapshot(ctx context.Context, sn store.LedgerSnapshot) io.Reader
@@ -272,6 +273,11 @@ func (l *ledger) content(id string) (*contractv1.Contract, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.contentIn(id, entries)
+}
+
+// contentIn is content, of the canon entries with the item's ref.
+func (l *ledger) contentIn(id string, entries []journal.Entry) (*contractv1.Contract, error) {
 	for _, e := range entries {
 		t, err := decodeTransition(e)
 		if err != nil {
@@ -299,13 +305,18 @@ func (l *ledger) content(id string) (*contractv1.Contract, error) {
 // contract returns a contract item with its contract, loading a compacted
 // one from the journal.
 func (l *ledger) contract(item *ledgerv1.CanonItem) (*ledgerv1.CanonItem, error) {
+	return l.contractFrom(item, l.content)
+}
+
+// contractFrom is contract, loading a compacted contract with content.
+func (l *ledger) contractFrom(item *ledgerv1.CanonItem, content canon.ContentFunc) (*ledgerv1.CanonItem, error) {
 	if !canon.Compacted(item) {
 		return item, nil
 	}
 	if l.snaps == nil {
 		return nil, fmt.Errorf("item %q: its contract was compacted and the ledger cannot load it", item.GetCanonItemId())
 	}
-	c, err := l.content(item.GetCanonItemId())
+	c, err := content(item.GetCanonItemId())
 	if err != nil {
 		return nil, fmt.Errorf("item %q: load its contract: %w", item.GetCanonItemId(), err)
 	}
@@ -315,13 +326,46 @@ func (l *ledger) contract(item *ledgerv1.CanonItem) (*ledgerv1.CanonItem, error)
 // filled returns c with its contract, as clients are shown an item; an item
 // whose contract cannot be loaded is returned as it is held, and logged.
 func (l *ledger) filled(c canon.Classified) canon.Classified {
-	full, err := l.contract(c.Item)
+	return l.filledFrom(c, l.content)
+}
+
+func (l *ledger) filledFrom(c canon.Classified, content canon.ContentFunc) canon.Classified {
+	full, err := l.contractFrom(c.Item, content)
 	if err != nil {
 		l.log.Error("ledger item shown without its contract", zap.String("item", c.Item.GetCanonItemId()), zap.Error(err))
 		return c
 	}
 	c.Item = full
 	return c
+}
+
+// fill is filled of each item of a page, whose compacted contracts are
+// read from the journal together: one statement for a page instead of one
+// an item.
+func (l *ledger) fill(ctx context.Context, page []canon.Classified) {
+	var ids []string
+	for _, c := range page {
+		if canon.Compacted(c.Item) {
+			ids = append(ids, c.Item.GetCanonItemId())
+		}
+	}
+	content := l.content
+	if len(ids) > 1 && l.snaps != nil {
+		entries, err := l.snaps.EntriesWithRefs(ctx, ids, journalKindCanon)
+		byRef := make(map[string][]journal.Entry, len(ids))
+		for _, e := range entries {
+			byRef[e.Ref] = append(byRef[e.Ref], e)
+		}
+		content = func(id string) (*contractv1.Contract, error) {
+			if err != nil {
+				return nil, err
+			}
+			return l.contentIn(id, byRef[id])
+		}
+	}
+	for i, c := range page {
+		page[i] = l.filledFrom(c, content)
+	}
 }
 
 // foldLedger decodes the canon transitions among entries (others are

@@ -32,14 +32,19 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 	if err != nil {
 		return nil, "", err
 	}
-	for _, r := range rows {
+	items := make([]canon.Classified, len(rows))
+	for i, r := range rows {
 		// A task is only ever bound to a contract item of the ledger.
 		c, ok := k.ledger.item(r.ItemID)
 		if !ok || c.Item.GetKind() != ledgerv1.ItemKind_ITEM_KIND_CONTRACT {
 			return nil, "", fmt.Errorf("task %q is bound to %q, which is no contract of the ledger", r.TaskID, r.ItemID)
 		}
-		// A compacted contract is loaded once a task of it is listed.
-		tasks = append(tasks, taskProto(r.TaskID, r.Task, k.ledger.filled(c)))
+		items[i] = c
+	}
+	// A compacted contract is loaded once a task of it is listed.
+	k.ledger.fill(ctx, items)
+	for i, r := range rows {
+		tasks = append(tasks, taskProto(r.TaskID, r.Task, items[i]))
 	}
 	return tasks, next, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/transparency-dev/merkle/compact"
 )
 
@@ -301,19 +302,39 @@ func kindQuery(kind string, after int64, limit int) (string, []any) {
 // entry that recorded a receipt, found by the receipt's identifier.
 func ReadRef(ctx context.Context, q Querier, ref string, kinds ...string) ([]Entry, error) {
 	out, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE ref = ? ORDER BY seq`, ref)
-	if err != nil || len(kinds) == 0 {
-		return out, err
-	}
-	kept := out[:0]
-	for _, e := range out {
-		for _, k := range kinds {
-			if e.Kind == k {
-				kept = append(kept, e)
-				break
-			}
+	return ofKinds(out, kinds), err
+}
+
+// refsPerRead bounds the refs one statement of ReadRefs binds.
+const refsPerRead = 500
+
+// ReadRefs returns the entries whose ref is one of refs, among kinds: what
+// ReadRef returns of each, a statement per refsPerRead refs rather than
+// one per ref. A ref's entries are in order.
+func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([]Entry, error) {
+	var out []Entry
+	for len(refs) > 0 {
+		n := min(len(refs), refsPerRead)
+		args := make([]any, n)
+		for i, r := range refs[:n] {
+			args[i] = r
 		}
+		es, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE ref IN (`+sqldb.Placeholders(n)+`) ORDER BY seq`, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ofKinds(es, kinds)...)
+		refs = refs[n:]
 	}
-	return kept, nil
+	return out, nil
+}
+
+// ofKinds keeps the entries of kinds (all of them when none is named).
+func ofKinds(es []Entry, kinds []string) []Entry {
+	if len(kinds) == 0 {
+		return es
+	}
+	return slices.DeleteFunc(es, func(e Entry) bool { return !slices.Contains(kinds, e.Kind) })
 }
 
 func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, error) {

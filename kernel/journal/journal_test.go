@@ -332,3 +332,60 @@ func TestReadRef(t *testing.T) {
 		t.Errorf("ReadRef(cap-1) = %+v, %v; want the capability entry only", es, err)
 	}
 }
+
+// TestReadRefs reads the entries of more refs than one statement binds:
+// each ref's entries of the kinds asked, in order, as ReadRef gives them.
+func TestReadRefs(t *testing.T) {
+	db := openDB(t)
+	const n = 1_203
+	var es []journal.Entry
+	var refs []string
+	for i := range n {
+		ref := fmt.Sprintf("item-%04d", i)
+		es = append(es, journal.Entry{At: t0, Kind: "canon", Ref: ref, Body: []byte("propose " + ref)},
+			journal.Entry{At: t0, Kind: "other", Ref: ref, Body: []byte("other " + ref)})
+		if i%3 != 0 {
+			refs = append(refs, ref)
+		}
+	}
+	es = append(es, journal.Entry{At: t0, Kind: "canon", Ref: "item-0001", Body: []byte("promote item-0001")})
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if _, err := journal.Append(ctx, tx, e.At, e.Kind, e.Ref, e.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := journal.ReadRefs(ctx, db, append(refs, "no-such-ref"), "canon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRef := map[string][]journal.Entry{}
+	for _, e := range got {
+		byRef[e.Ref] = append(byRef[e.Ref], e)
+	}
+	if len(byRef) != len(refs) {
+		t.Fatalf("entries of %d refs, want %d", len(byRef), len(refs))
+	}
+	for _, ref := range refs {
+		want, err := journal.ReadRef(ctx, db, ref, "canon")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, byRef[ref]); d != "" {
+			t.Fatalf("entries of %s (-ReadRef +ReadRefs):\n%s", ref, d)
+		}
+	}
+	if got := byRef["item-0001"]; len(got) != 2 || string(got[1].Body) != "promote item-0001" {
+		t.Fatalf("item-0001: %d entries, want its proposal then its promotion", len(got))
+	}
+	if got, err := journal.ReadRefs(ctx, db, nil, "canon"); err != nil || len(got) != 0 {
+		t.Fatalf("ReadRefs of no ref = %d entries, %v", len(got), err)
+	}
+}

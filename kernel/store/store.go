@@ -532,6 +532,12 @@ func (s *Store) EntriesWithRef(ctx context.Context, ref string, kinds ...string)
 	return journal.ReadRef(ctx, s.ro, ref, kinds...)
 }
 
+// EntriesWithRefs reads the journal's entries whose ref is one of refs,
+// among kinds (see [journal.ReadRefs]).
+func (s *Store) EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error) {
+	return journal.ReadRefs(ctx, s.ro, refs, kinds...)
+}
+
 // Head is the journal's committed tree head.
 func (s *Store) Head(ctx context.Context) (journal.TreeHead, error) { return journal.Head(ctx, s.ro) }
 
