@@ -71,6 +71,15 @@ func TestTasks(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := w.k.Tasks(w.ctx, authority.TaskQuery{})
+	// A restarted kernel keeps no contract in memory: a page loads its
+	// contracts from the journal.
+	got, _, err := w.newKernel(w.st).Tasks(w.ctx, authority.TaskQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]row{a, b, c}, rows(got)); diff != "" {
+		t.Errorf("tasks after a restart (-want +got):\n%s", diff)
+	}
+	_, _, err = w.k.Tasks(w.ctx, authority.TaskQuery{})
 	wantRefusal(t, err, authority.ErrInvalid, "INVALID_REQUEST")
 }
