@@ -215,9 +215,11 @@ func (k *Kernel) Items(ctx context.Context, q ItemQuery) (page []canon.Classifie
 	if q.At.IsZero() {
 		page, more, ok = k.ledger.page(q.After, q.Limit)
 	}
-	k.ledger.fill(ctx, page)
 	if !ok {
 		return nil, "", "", refuse(ErrInvalid, "INVALID_REQUEST", "after_item_id %q is not an item of the ledger at the instant asked", q.After)
+	}
+	if err := k.ledger.fill(ctx, page); err != nil {
+		return nil, "", "", err
 	}
 	if more {
 		next = page[len(page)-1].Item.GetCanonItemId()

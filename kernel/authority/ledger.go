@@ -329,6 +329,7 @@ func (l *ledger) filled(c canon.Classified) canon.Classified {
 	return l.filledFrom(c, l.content)
 }
 
+// filledFrom is filled, loading a compacted contract with content.
 func (l *ledger) filledFrom(c canon.Classified, content canon.ContentFunc) canon.Classified {
 	full, err := l.contractFrom(c.Item, content)
 	if err != nil {
@@ -341,8 +342,8 @@ func (l *ledger) filledFrom(c canon.Classified, content canon.ContentFunc) canon
 
 // fill is filled of each item of a page, whose compacted contracts are
 // read from the journal together: one statement for a page instead of one
-// an item.
-func (l *ledger) fill(ctx context.Context, page []canon.Classified) {
+// an item. Only that read failing fails it.
+func (l *ledger) fill(ctx context.Context, page []canon.Classified) error {
 	var ids []string
 	for _, c := range page {
 		if canon.Compacted(c.Item) {
@@ -352,20 +353,19 @@ func (l *ledger) fill(ctx context.Context, page []canon.Classified) {
 	content := l.content
 	if len(ids) > 1 && l.snaps != nil {
 		entries, err := l.snaps.EntriesWithRefs(ctx, ids, journalKindCanon)
+		if err != nil {
+			return fmt.Errorf("load the page's contracts: %w", err)
+		}
 		byRef := make(map[string][]journal.Entry, len(ids))
 		for _, e := range entries {
 			byRef[e.Ref] = append(byRef[e.Ref], e)
 		}
-		content = func(id string) (*contractv1.Contract, error) {
-			if err != nil {
-				return nil, err
-			}
-			return l.contentIn(id, byRef[id])
-		}
+		content = func(id string) (*contractv1.Contract, error) { return l.contentIn(id, byRef[id]) }
 	}
 	for i, c := range page {
 		page[i] = l.filledFrom(c, content)
 	}
+	return nil
 }
 
 // foldLedger decodes the canon transitions among entries (others are

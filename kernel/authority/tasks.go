@@ -42,7 +42,9 @@ func (k *Kernel) Tasks(ctx context.Context, q TaskQuery) (tasks []*kernelv1.Task
 		items[i] = c
 	}
 	// A compacted contract is loaded once a task of it is listed.
-	k.ledger.fill(ctx, items)
+	if err := k.ledger.fill(ctx, items); err != nil {
+		return nil, "", err
+	}
 	for i, r := range rows {
 		tasks = append(tasks, taskProto(r.TaskID, r.Task, items[i]))
 	}
