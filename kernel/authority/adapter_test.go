@@ -312,6 +312,15 @@ func TestCapabilityExpiresWithContract(t *testing.T) {
 	}
 }
 
+// receiptCase is a receipt an adapter records, and the refusal it gets.
+type receiptCase struct {
+	name   string
+	caller string
+	env    *receiptv1.Envelope
+	kind   error
+	reason string
+}
+
 func TestRecordEffect(t *testing.T) {
 	w := newWorld(t)
 	w.canonicalTask(task)
@@ -325,13 +334,7 @@ func TestRecordEffect(t *testing.T) {
 	wrongSigner := w.sign(w.evidence, &receiptv1.EffectReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: c.GetIdempotencyKey()})
 	otherKey := w.sign(w.action, &receiptv1.EffectReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId(), TaskId: task, IdempotencyKey: "idem-other"})
 	unknownCap := w.sign(w.action, &receiptv1.EffectReceipt{ReceiptId: "eff-1", CapabilityId: "cap-nope", TaskId: task})
-	for _, tt := range []struct {
-		name   string
-		caller string
-		env    *receiptv1.Envelope
-		kind   error
-		reason string
-	}{
+	for _, tt := range []receiptCase{
 		{"signed by the evidence adapter", actionID, wrongSigner, authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"caller is not the signer", evidenceID, w.effect(c, "eff-1"), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"tampered", actionID, flip(w.effect(c, "eff-1")), authority.ErrInvalid, "RECEIPT_INVALID"},
@@ -396,13 +399,7 @@ func TestRecordRefusal(t *testing.T) {
 	_, _, err := w.k.RecordRefusal(w.ctx, actionID, w.refusal(c, "eff-1", "402 Payment Required"))
 	wantRefusal(t, err, authority.ErrStale, "CAPABILITY_NOT_REDEEMED")
 	w.redeemed(d.GetCapability(), c)
-	for _, tt := range []struct {
-		name   string
-		caller string
-		env    *receiptv1.Envelope
-		kind   error
-		reason string
-	}{
+	for _, tt := range []receiptCase{
 		{"signed by the evidence adapter", actionID, w.sign(w.evidence, &receiptv1.RefusalReceipt{ReceiptId: "eff-1", CapabilityId: c.GetCapabilityId()}), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"an effect receipt", actionID, w.effect(c, "eff-1"), authority.ErrInvalid, "RECEIPT_INVALID"},
 		{"caller is not the signer", evidenceID, w.refusal(c, "eff-1", "no"), authority.ErrInvalid, "RECEIPT_INVALID"},
