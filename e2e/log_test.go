@@ -133,6 +133,7 @@ func TestItemPagesFitAClient(t *testing.T) {
 func walkPages[K comparable](t *testing.T, page func(after K) (proto.Message, []K, K, error)) (keys []K, short bool) {
 	t.Helper()
 	var after, zero K
+	seen := map[K]bool{}
 	for {
 		m, ks, next, err := page(after)
 		if err != nil {
@@ -145,8 +146,12 @@ func walkPages[K comparable](t *testing.T, page func(after K) (proto.Message, []
 		if next == zero {
 			return keys, short
 		}
+		// Pages that come round again would never end.
+		if seen[next] {
+			t.Fatalf("the page after %v goes on after %v a second time", after, next)
+		}
 		short = short || len(ks) < 1000
-		after = next
+		seen[next], after = true, next
 	}
 }
 

@@ -524,6 +524,7 @@ func (w *world) changed(taskID, version string) authority.Recorded {
 // last page.
 func allPages[T any](page func(after string) ([]T, string, error)) ([]T, error) {
 	var all []T
+	seen := map[string]bool{}
 	for after := ""; ; {
 		items, next, err := page(after)
 		if err != nil {
@@ -533,7 +534,11 @@ func allPages[T any](page func(after string) ([]T, string, error)) ([]T, error) 
 		if next == "" {
 			return all, nil
 		}
-		after = next
+		// Pages that come round again would never end.
+		if seen[next] {
+			return nil, fmt.Errorf("the page after %q goes on after %q a second time", after, next)
+		}
+		seen[next], after = true, next
 	}
 }
 
