@@ -1,10 +1,6 @@
 package authority
 
-import (
-	"time"
-
-	"github.com/ambitkernel/ambit/kernel/canon"
-)
+import "time"
 
 // PastLedger reports whether k holds the ledger folded to a past instant,
 // how many of its contract items hold their contract in memory, and the
@@ -18,7 +14,7 @@ func PastLedger(k *Kernel) (held bool, contracts int, from int64) {
 		return false, 0, 0
 	}
 	for _, id := range st.IDs() {
-		if it, ok := st.Item(id); ok && it.GetContract() != nil && !canon.Compacted(it) {
+		if it, ok := st.Item(id); ok && it.GetContract() != nil {
 			contracts++
 		}
 	}

@@ -38,6 +38,9 @@ type Store interface {
 	// View runs fn in a transaction that is rolled back.
 	View(ctx context.Context, fn func(tx store.Tx) error) error
 	journal.Reader
+	// The ledger starts from its snapshots and reads its journal entries
+	// by page and by item.
+	snapshotStore
 	Head(ctx context.Context) (journal.TreeHead, error)
 	VerifyJournal(ctx context.Context, trusted []journal.TreeHead) (journal.Report, error)
 	// Follow receives the journal entries other replicas commit.

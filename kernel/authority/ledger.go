@@ -41,11 +41,8 @@ type ledger struct {
 	dirty bool
 	// seen is the journal position of the last transition in state.
 	seen int64
-	// reader re-reads the journal when state must be rebuilt.
-	reader journal.Reader
 	// snaps keeps snapshots of the ledger and reads the journal by page and
-	// by item; nil when the store does neither, and then the ledger
-	// replays its whole journal and keeps every contract in memory.
+	// by item.
 	snaps snapshotStore
 	log   *zap.Logger
 	now   func() time.Time
@@ -78,7 +75,6 @@ type ledger struct {
 // [store.Store] is one.
 type snapshotStore interface {
 	EntriesOfKindAfter(ctx context.Context, kind string, after int64, limit int) ([]journal.Entry, error)
-	EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error)
 	EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error)
 	JournalRootAt(ctx context.Context, size uint64) ([]byte, error)
 	LedgerSnapshots(ctx context.Context, limit int) ([]store.LedgerSnapshot, error)
@@ -102,38 +98,15 @@ const (
 
 // newLedger loads the ledger: from the newest snapshot that matches the
 // journal plus the transitions after it, or by replaying the whole journal.
-func newLedger(ctx context.Context, r journal.Reader, auth canon.Authorities, log *zap.Logger, now func() time.Time, every int) (*ledger, error) {
-	l := &ledger{auth: auth, reader: r, log: log, now: now, every: every}
-	l.snaps, _ = r.(snapshotStore)
-	st, seen, err := l.load(ctx)
+func newLedger(ctx context.Context, snaps snapshotStore, auth canon.Authorities, log *zap.Logger, now func() time.Time, every int) (*ledger, error) {
+	l := &ledger{auth: auth, snaps: snaps, log: log, now: now, every: every}
+	f, err := l.fold(ctx, time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	l.set(st)
-	l.seen = seen
+	l.set(f.state)
+	l.seen = f.seen
 	return l, nil
-}
-
-// load folds the journal into a new state and returns it with the
-// position of its last transition.
-func (l *ledger) load(ctx context.Context) (*canon.State, int64, error) {
-	if l.snaps == nil {
-		entries, err := l.reader.EntriesOfKind(ctx, journalKindCanon)
-		if err != nil {
-			return nil, 0, fmt.Errorf("replay ledger: %w", err)
-		}
-		st, err := foldLedger(entries, time.Time{}, l.auth)
-		if err != nil {
-			return nil, 0, err
-		}
-		var seen int64
-		if len(entries) > 0 {
-			seen = entries[len(entries)-1].Seq
-		}
-		return st, seen, nil
-	}
-	f, err := l.fold(ctx, time.Time{})
-	return f.state, f.seen, err
 }
 
 // folded is the ledger folded from a journal position (a snapshot's, or
@@ -269,7 +242,7 @@ func (l *ledger) foldAfter(ctx context.Context, f *folded, until time.Time) erro
 // the item's proposal, or the one its handoff derived from its parent's.
 // The caller checks it against the item's content hash.
 func (l *ledger) content(id string) (*contractv1.Contract, error) {
-	entries, err := l.snaps.EntriesWithRef(context.Background(), id, journalKindCanon)
+	entries, err := l.snaps.EntriesWithRefs(context.Background(), []string{id}, journalKindCanon)
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +286,6 @@ func (l *ledger) contractFrom(item *ledgerv1.CanonItem, content canon.ContentFun
 	if !canon.Compacted(item) {
 		return item, nil
 	}
-	if l.snaps == nil {
-		return nil, fmt.Errorf("item %q: its contract was compacted and the ledger cannot load it", item.GetCanonItemId())
-	}
 	c, err := content(item.GetCanonItemId())
 	if err != nil {
 		return nil, fmt.Errorf("item %q: load its contract: %w", item.GetCanonItemId(), err)
@@ -351,7 +321,7 @@ func (l *ledger) fill(ctx context.Context, page []canon.Classified) error {
 		}
 	}
 	content := l.content
-	if len(ids) > 1 && l.snaps != nil {
+	if len(ids) > 0 {
 		entries, err := l.snaps.EntriesWithRefs(ctx, ids, journalKindCanon)
 		if err != nil {
 			return fmt.Errorf("load the page's contracts: %w", err)
@@ -366,30 +336,6 @@ func (l *ledger) fill(ctx context.Context, page []canon.Classified) error {
 		page[i] = l.filledFrom(c, content)
 	}
 	return nil
-}
-
-// foldLedger decodes the canon transitions among entries (others are
-// skipped) and replays those up to until (zero: all of them).
-func foldLedger(entries []journal.Entry, until time.Time, auth canon.Authorities) (*canon.State, error) {
-	var ts []canon.Transition
-	for _, e := range entries {
-		if e.Kind != journalKindCanon {
-			continue
-		}
-		t, err := decodeTransition(e)
-		if err != nil {
-			return nil, fmt.Errorf("replay ledger: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	if until.IsZero() && len(ts) > 0 {
-		until = ts[len(ts)-1].At
-	}
-	st, err := canon.Replay(ts, until, auth)
-	if err != nil {
-		return nil, fmt.Errorf("replay ledger: %w", err)
-	}
-	return st, nil
 }
 
 // decodeTransition reads the canon transition a journal entry records.
@@ -507,11 +453,11 @@ func (l *ledger) restoreLocked(ctx context.Context) error {
 	if !l.dirty {
 		return nil
 	}
-	st, seen, err := l.load(ctx)
+	f, err := l.fold(ctx, time.Time{})
 	if err != nil {
 		return err
 	}
-	l.state, l.seen = st, seen
+	l.state, l.seen = f.state, f.seen
 	l.publish()
 	return nil
 }

@@ -2,7 +2,6 @@ package authority
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -37,19 +36,6 @@ type past struct {
 // transition after until. The fold is kept for the pages that follow; a
 // listing of another instant folds again.
 func (l *ledger) pageAt(ctx context.Context, until time.Time, after string, limit int) (page []canon.Classified, more, ok bool, err error) {
-	if l.snaps == nil {
-		// A store that reads the journal only whole: fold it whole.
-		entries, err := l.reader.EntriesOfKind(ctx, journalKindCanon)
-		if err != nil {
-			return nil, false, false, fmt.Errorf("replay ledger: %w", err)
-		}
-		st, err := foldLedger(entries, until, l.auth)
-		if err != nil {
-			return nil, false, false, err
-		}
-		page, more, ok = canon.ClassifyPage(st, l.auth, after, limit)
-		return page, more, ok, nil
-	}
 	p := &l.past
 	p.mu.Lock()
 	defer p.mu.Unlock()

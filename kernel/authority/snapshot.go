@@ -23,7 +23,7 @@ import (
 // smu.
 func (l *ledger) folded(n int) {
 	l.since += n
-	if l.snaps == nil || l.every <= 0 || l.since < l.every || l.writing || l.closed {
+	if l.every <= 0 || l.since < l.every || l.writing || l.closed {
 		return
 	}
 	l.writing = true
@@ -107,9 +107,6 @@ func (l *ledger) unfold(n int) {
 // kernel over the same journal starts without replaying what it holds.
 func (k *Kernel) Snapshot(ctx context.Context) error {
 	l := k.ledger
-	if l.snaps == nil {
-		return errors.New("ledger snapshot: the store keeps none")
-	}
 	l.smu.Lock()
 	if err := l.waitWhile(ctx, func() bool { return l.writing }); err != nil {
 		return err
@@ -129,7 +126,7 @@ func (k *Kernel) Close(ctx context.Context) error {
 	l.smu.Unlock()
 	l.bg.Wait()
 	l.smu.Lock()
-	due := l.snaps != nil && l.every > 0 && l.since > 0
+	due := l.every > 0 && l.since > 0
 	l.smu.Unlock()
 	if !due {
 		return nil

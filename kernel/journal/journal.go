@@ -301,8 +301,7 @@ func kindQuery(kind string, after int64, limit int) (string, []any) {
 // ReadRef returns the entries with one ref among kinds, in order: the
 // entry that recorded a receipt, found by the receipt's identifier.
 func ReadRef(ctx context.Context, q Querier, ref string, kinds ...string) ([]Entry, error) {
-	out, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE ref = ? ORDER BY seq`, ref)
-	return ofKinds(out, kinds), err
+	return ReadRefs(ctx, q, []string{ref}, kinds...)
 }
 
 // refsPerRead bounds the refs one statement of ReadRefs binds.
@@ -323,18 +322,13 @@ func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, ofKinds(es, kinds)...)
+		if len(kinds) > 0 {
+			es = slices.DeleteFunc(es, func(e Entry) bool { return !slices.Contains(kinds, e.Kind) })
+		}
+		out = append(out, es...)
 		refs = refs[n:]
 	}
 	return out, nil
-}
-
-// ofKinds keeps the entries of kinds (all of them when none is named).
-func ofKinds(es []Entry, kinds []string) []Entry {
-	if len(kinds) == 0 {
-		return es
-	}
-	return slices.DeleteFunc(es, func(e Entry) bool { return !slices.Contains(kinds, e.Kind) })
 }
 
 func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, error) {
