@@ -2,6 +2,7 @@ package authority_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/ambitkernel/ambit/kernel/authority"
@@ -51,6 +52,24 @@ func BenchmarkSubmit(b *testing.B) {
 	for b.Loop() {
 		d, err := k.Submit(ctx, p)
 		if err != nil || d.GetCapability() == nil {
+			b.Fatalf("%v %v", d, err)
+		}
+	}
+}
+
+// BenchmarkSubmitRequest is BenchmarkSubmit with a new request id on each
+// proposal, as the MCP gateway sends them: the answer is kept for a
+// repeat.
+func BenchmarkSubmitRequest(b *testing.B) {
+	_, k, p := benchKernel(b)
+	ctx := callContext(b)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		p.RequestID = "req-" + strconv.Itoa(n)
+		d, err := k.Submit(ctx, p)
+		if err != nil || d.GetCapability() == nil || d.GetRepeated() {
 			b.Fatalf("%v %v", d, err)
 		}
 	}

@@ -117,7 +117,17 @@ func (k *Kernel) Submit(ctx context.Context, p Proposal) (*Decided, error) {
 	var d *evaluate.Decision
 	err = errConflict
 	for try := 0; try < optimisticTries && errors.Is(err, errConflict) && k.store.Exclusive(); try++ {
-		out, d, err = k.decideOptimistic(ctx, &p, call)
+		// A first try does not look for an earlier answer to the request
+		// id: the row the append writes for it is unique, so the append
+		// fails if there is one, and the next try looks.
+		out, d, err = k.decideOptimistic(ctx, &p, call, try > 0)
+	}
+	if err != nil && !errors.Is(err, errConflict) && p.RequestID != "" {
+		// A repeat is answered as it was the first time, whatever deciding
+		// it again would say now.
+		if prior, found, rerr := k.answered(ctx, &p, call); rerr != nil || found {
+			out, err = prior, rerr
+		}
 	}
 	if errors.Is(err, errConflict) {
 		if k.store.Exclusive() {
@@ -200,8 +210,9 @@ func (k *Kernel) decideInWriter(ctx context.Context, p *Proposal, call *toolcall
 // decideOptimistic makes a decision outside the writer (see Submit): it
 // stamps what other updates may change before reading it, and the update
 // that appends the decision checks the stamps. errConflict means it must
-// be made again.
-func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolcall.Call) (*Decided, *evaluate.Decision, error) {
+// be made again. lookUp first looks for an earlier answer to the
+// proposal's request id.
+func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolcall.Call, lookUp bool) (*Decided, *evaluate.Decision, error) {
 	now := k.clock()
 	keys := []string{store.BindingKey(p.TaskID)}
 	stamp := k.store.Versions(keys)
@@ -210,7 +221,7 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 	var out *Decided
 	var g *gathered
 	err := k.store.Read(ctx, func(tx store.Tx) error {
-		if p.RequestID != "" {
+		if lookUp && p.RequestID != "" {
 			prior, found, err := k.repeated(tx, p, call)
 			if err != nil || found {
 				out = prior
@@ -313,6 +324,15 @@ func sameDecision(a, b *evaluate.Decision) bool {
 	return a.Outcome == b.Outcome && slices.EqualFunc(a.Reasons, b.Reasons, func(x, y evaluate.Reason) bool {
 		return x.Code == y.Code && x.Constraint == y.Constraint && slices.Equal(x.Items, y.Items)
 	})
+}
+
+// answered is repeated in a read of its own.
+func (k *Kernel) answered(ctx context.Context, p *Proposal, call *toolcall.Call) (prior *Decided, found bool, err error) {
+	err = k.store.Read(ctx, func(tx store.Tx) error {
+		prior, found, err = k.repeated(tx, p, call)
+		return err
+	})
+	return prior, found, err
 }
 
 // repeated answers a repeat of an earlier request id with the first answer.

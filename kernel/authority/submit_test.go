@@ -555,6 +555,58 @@ func TestSubmitRequestIDIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestRepeatAnsweredWhateverDecidingAgainSays: a repeat of a request id
+// gets the first answer, and journals nothing, even when deciding the call
+// again would now refuse it (the task's actions are used up), send it for
+// review (the contract has expired) or fail before any decision (the task is
+// bound to another agent).
+func TestRepeatAnsweredWhateverDecidingAgainSays(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = 1 })
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	p.RequestID = "req-1"
+	first := w.submit(p)
+	if first.GetCapability() == nil || first.GetRepeated() {
+		t.Fatalf("first = %+v", first)
+	}
+	for _, tt := range []struct {
+		then string
+		now  func() // makes a new proposal of the same call fare otherwise
+		want func(*authority.Decided, error) bool
+	}{
+		{"with the task's actions used up", func() {}, func(d *authority.Decided, err error) bool {
+			return err == nil && d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_DENY
+		}},
+		{"after the contract expired", func() { w.clock.Advance(49 * time.Hour) }, func(d *authority.Decided, err error) bool {
+			return err == nil && d.GetDecision().GetOutcome() == contractv1.Outcome_OUTCOME_REVIEW
+		}},
+		{"with the task bound to another agent", func() {
+			if _, err := w.k.BindTask(w.ctx, "governance", task, "CTR-"+task, "another-agent"); err != nil {
+				t.Fatal(err)
+			}
+		}, func(_ *authority.Decided, err error) bool { return err != nil }},
+	} {
+		tt.now()
+		before := len(w.entries())
+		again, err := w.k.Submit(w.ctx, p)
+		if err != nil || !again.GetRepeated() || again.GetDecisionId() != first.GetDecisionId() ||
+			!proto.Equal(again.GetCapability(), first.GetCapability()) {
+			t.Errorf("repeat %s = %+v, %v; want the first answer", tt.then, again, err)
+		}
+		other := proposal(task, refund(1800, subject), env)
+		other.RequestID = p.RequestID
+		_, err = w.k.Submit(w.ctx, other)
+		wantRefusal(t, err, authority.ErrInvalid, "REQUEST_ID_REUSED")
+		if after := len(w.entries()); after != before {
+			t.Errorf("the repeat %s journaled %d entries", tt.then, after-before)
+		}
+		if d, err := w.k.Submit(w.ctx, proposal(task, refund(1740, subject), env)); !tt.want(d, err) {
+			t.Errorf("a new proposal %s = %v, %v; not what the case is about", tt.then, d.GetDecision(), err)
+		}
+	}
+}
+
 // TestApprovalsPage: approvals are listed a page of one state at a time,
 // in the order they were asked for; a page needs a limit.
 func TestApprovalsPage(t *testing.T) {
