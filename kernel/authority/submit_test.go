@@ -517,13 +517,12 @@ func TestReceiptNamesTheBoundItem(t *testing.T) {
 	}
 }
 
-// TestSubmitRequestIDIsIdempotent: a reply lost after the commit is asked
-// for again with the same request id and the same answer comes back — no
-// second decision, no second capability; the id cannot be reused for
-// another call.
-func TestSubmitRequestIDIsIdempotent(t *testing.T) {
+// firstAnswer is a world whose task grants maxActions refunds, a proposal
+// with request id "req-1", and the first answer to it: a capability.
+func firstAnswer(t *testing.T, maxActions int32) (*world, authority.Proposal, *authority.Decided) {
+	t.Helper()
 	w := newWorld(t)
-	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = 3 })
+	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = maxActions })
 	env, _ := w.read(task)
 	p := proposal(task, refund(1740, subject), env)
 	p.RequestID = "req-1"
@@ -531,6 +530,16 @@ func TestSubmitRequestIDIsIdempotent(t *testing.T) {
 	if first.GetCapability() == nil || first.GetRepeated() || first.GetIdempotencyKey() == "" || first.GetCapabilityExpiresAt() == nil {
 		t.Fatalf("first = %+v", first)
 	}
+	return w, p, first
+}
+
+// TestSubmitRequestIDIsIdempotent: a reply lost after the commit is asked
+// for again with the same request id and the same answer comes back — no
+// second decision, no second capability; the id cannot be reused for
+// another call.
+func TestSubmitRequestIDIsIdempotent(t *testing.T) {
+	w, p, first := firstAnswer(t, 3)
+	env := p.Evidence[0]
 	before := len(w.entries())
 	again := w.submit(p)
 	if !again.GetRepeated() || again.GetDecisionId() != first.GetDecisionId() ||
@@ -561,15 +570,8 @@ func TestSubmitRequestIDIsIdempotent(t *testing.T) {
 // review (the contract has expired) or fail before any decision (the task is
 // bound to another agent).
 func TestRepeatAnsweredWhateverDecidingAgainSays(t *testing.T) {
-	w := newWorld(t)
-	w.canonicalTask(task, func(c *contractv1.Contract) { c.Action.MaxActions = 1 })
-	env, _ := w.read(task)
-	p := proposal(task, refund(1740, subject), env)
-	p.RequestID = "req-1"
-	first := w.submit(p)
-	if first.GetCapability() == nil || first.GetRepeated() {
-		t.Fatalf("first = %+v", first)
-	}
+	w, p, first := firstAnswer(t, 1)
+	env := p.Evidence[0]
 	for _, tt := range []struct {
 		then string
 		now  func() // makes a new proposal of the same call fare otherwise
