@@ -63,6 +63,9 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 	}
 	defer st.Close()
 	st.OnCheckpointError(func(err error) { p.Log.Warn("background WAL checkpoint failed; commits go on", zap.Error(err)) })
+	st.OnMoveError(func(err error) {
+		p.Log.Warn("background move of new capabilities failed; they are read where they wait", zap.Error(err))
+	})
 	// The checkpoint signer signs notes with the identity's own key.
 	signKey, err := pki.LoadSigningKey(cfg.PKIDir, cfg.Identity)
 	if err != nil {

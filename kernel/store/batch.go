@@ -28,12 +28,18 @@ type batchSQL struct {
 	// err is set once storing the deferred rows failed: the batch rolls
 	// back.
 	err error
+	// pending counts the capabilities written pending (pending.go), those
+	// of updates that rolled back included.
+	pending int64
 }
 
 // store stores the rows earlier updates deferred, outside any update's
 // savepoint.
 func (b *batchSQL) store() error {
 	if b.err == nil && len(b.deferred) > 0 {
+		if b.bt.s.pg == nil {
+			b.pending += int64(len(b.deferred))
+		}
 		b.err = insertCapabilities(b.bt, b.deferred)
 		b.deferred = nil
 	}
@@ -80,18 +86,29 @@ const capabilitiesPerInsert = 64
 // capabilityColumnCount is the number of capabilityColumns.
 var capabilityColumnCount = strings.Count(capabilityColumns, ",") + 1
 
-// insertCapabilitiesQuery[n] inserts n capability rows.
-var insertCapabilitiesQuery = func() (q [capabilitiesPerInsert + 1]string) {
+// insertCapabilitiesQuery[n] inserts n capability rows into table.
+func insertCapabilitiesQuery(table string) (q [capabilitiesPerInsert + 1]string) {
 	row := "(" + sqldb.Placeholders(capabilityColumnCount) + ")"
 	for n := 1; n <= capabilitiesPerInsert; n++ {
-		q[n] = `INSERT INTO capabilities (` + capabilityColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+		q[n] = `INSERT INTO ` + table + ` (` + capabilityColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 	}
 	return q
-}()
+}
 
-// insertCapabilities stores capability rows, a statement per
+// insertPending and insertShared insert new capabilities on an exclusive
+// store (pending.go) and on a shared one.
+var insertPending, insertShared = insertCapabilitiesQuery("capabilities_pending"), insertCapabilitiesQuery("capabilities")
+
+// insertCapabilities stores new capability rows, a statement per
 // capabilitiesPerInsert of them.
 func insertCapabilities(t *txn, cs []Capability) error {
+	query := &insertShared
+	if t.s.pg == nil {
+		query = &insertPending
+		if t.sql != nil {
+			t.sql.pending += int64(len(cs))
+		}
+	}
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)
 		args := make([]any, 0, capabilityColumnCount*n)
@@ -99,7 +116,7 @@ func insertCapabilities(t *txn, cs []Capability) error {
 			args = append(args, c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
 				c.AmountMinor, c.Status, c.EffectReceiptID, c.ReadbackReceiptID, c.Note, ts(c.IssuedAt), ts(c.ExpiresAt), c.ApprovalID, c.EffectHash, c.Holder)
 		}
-		if _, err := t.ExecContext(t.ctx, insertCapabilitiesQuery[n], args...); err != nil {
+		if _, err := t.ExecContext(t.ctx, query[n], args...); err != nil {
 			return fmt.Errorf("capability %q (and %d after it): %w", cs[0].CapabilityID, n-1, err)
 		}
 		cs = cs[n:]

@@ -17,5 +17,7 @@
 // that decisions are made outside the writer and checked in it. Its
 // write-ahead log is copied into the database file in the background
 // (SQLite's checkpoints, not the journal's signed ones), so that no commit
-// waits for the copy.
+// waits for the copy; and its new capabilities wait in a table without
+// indexes until a later commit moves them (pending.go), so that a
+// decision's commit writes fewer pages.
 package store

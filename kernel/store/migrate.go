@@ -51,7 +51,17 @@ var migrations = []migration{
 	// Approvals are listed a page of one state at a time, without reading
 	// every approval ever asked for.
 	{version: 6, stmts: []string{approvalsState}},
+	// Two pages fewer per decision on SQLite: a new capability waits in a
+	// table that no index but its key's keeps, and moves to capabilities
+	// later (pending.go); readers see both through one view.
+	{version: 7,
+		sqlite:   []string{`CREATE TABLE capabilities_pending (` + capabilityTableV5 + `) WITHOUT ROWID`, allCapabilities},
+		postgres: []string{`CREATE TABLE capabilities_pending (` + capabilityTableV5 + `)`, allCapabilities}},
 }
+
+// allCapabilities is every capability: moved or pending (pending.go).
+var allCapabilities = `CREATE VIEW all_capabilities AS SELECT ` + capabilityColumns + ` FROM capabilities
+	UNION ALL SELECT ` + capabilityColumns + ` FROM capabilities_pending`
 
 // approvalsState indexes approvals by state and identifier: a page of
 // ListApprovals.

@@ -251,9 +251,11 @@ func TestLookupsReadIndexes(t *testing.T) {
 		rows.Close()
 		for _, step := range steps {
 			// A search reads one range of an index. A scan reads all of
-			// one: only a partial index, of what is open, may be read so.
-			// (A SELECT without FROM scans its one constant row.)
-			if strings.HasPrefix(step, "SCAN ") && step != "SCAN CONSTANT ROW" &&
+			// one: only a partial index, of what is open, may be read so,
+			// and the capabilities waiting to move, which the mover keeps
+			// to a tenth of a second's decisions (pending.go). (A SELECT
+			// without FROM scans its one constant row.)
+			if strings.HasPrefix(step, "SCAN ") && step != "SCAN CONSTANT ROW" && step != "SCAN capabilities_pending" &&
 				!slices.ContainsFunc(partial, func(ix string) bool { return strings.HasSuffix(step, "INDEX "+ix) }) {
 				t.Errorf("%s reads a whole table or index: %q in %q", name, step, steps)
 			}

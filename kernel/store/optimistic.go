@@ -102,6 +102,8 @@ type changes struct {
 	issued   []issued
 	// journal holds the entries appended, stored when the batch commits.
 	journal []journal.Row
+	// moved counts the pending capabilities moved (pending.go).
+	moved int64
 }
 
 // recordVersion is a record's state version as written.
@@ -135,6 +137,7 @@ func (b *batchChanges) add(c changes) {
 	}
 	b.changes.touched = append(b.changes.touched, c.touched...)
 	b.usage = append(b.usage, c.usage...)
+	b.moved += c.moved
 }
 
 // mirror follows an exclusive store's commits.
@@ -339,7 +342,7 @@ func (t *txn) noneDue(taskID string, now time.Time) (bool, uint64) {
 
 // earliestQuery reads a task's earliest outstanding expiry through the
 // index of capabilities by task, status and expiry.
-var earliestQuery = `SELECT MIN(expires_at) FROM capabilities WHERE task_id = ? AND ` + isOutstanding
+var earliestQuery = `SELECT MIN(expires_at) FROM all_capabilities WHERE task_id = ? AND ` + isOutstanding
 
 // moveEarliest sets memory's mark of a task with nothing due, whose mark
 // has passed (the capabilities that set it were redeemed) or is unknown,

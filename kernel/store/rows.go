@@ -291,7 +291,7 @@ func (t *txn) outstanding(c Capability) {
 
 // Capability returns one capability.
 func (t *txn) Capability(id string) (Capability, error) {
-	c, err := scanCapability(t.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id = ?`, id))
+	c, err := scanCapability(t.QueryRowContext(t.ctx, `SELECT `+capabilityColumns+` FROM all_capabilities WHERE capability_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Capability{}, fmt.Errorf("capability %q: %w", id, ErrNotFound)
 	}
@@ -304,6 +304,9 @@ func (t *txn) Capability(id string) (Capability, error) {
 // UpdateCapability writes a capability's commitment fields, and its task's
 // usage when the capability stops or starts counting.
 func (t *txn) UpdateCapability(c Capability) error {
+	if err := t.moveCapability(c.CapabilityID); err != nil {
+		return err
+	}
 	var was agentv1.CommitmentStatus
 	err := t.QueryRowContext(t.ctx, `SELECT status FROM capabilities WHERE capability_id = ?`, c.CapabilityID).Scan(&was)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -331,7 +334,7 @@ func (t *txn) UpdateCapability(c Capability) error {
 
 // taskCapabilitiesQuery reads one task's capabilities through the index by
 // task.
-var taskCapabilitiesQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id = ? ORDER BY issued_at, capability_id`
+var taskCapabilitiesQuery = `SELECT ` + capabilityColumns + ` FROM all_capabilities WHERE task_id = ? ORDER BY issued_at, capability_id`
 
 // Capabilities lists a task's capabilities, oldest first (every task's:
 // CapabilitiesAfter, a page at a time).
@@ -346,7 +349,7 @@ func (t *txn) Capabilities(taskID string) ([]Capability, error) {
 // millisecond, and the primary key answers a page without sorting the
 // table.
 func (t *txn) CapabilitiesAfter(taskID, after string, limit int) ([]Capability, error) {
-	q, args := `SELECT `+capabilityColumns+` FROM capabilities WHERE capability_id > ?`, []any{after}
+	q, args := `SELECT `+capabilityColumns+` FROM all_capabilities WHERE capability_id > ?`, []any{after}
 	if taskID != "" {
 		q, args = q+` AND task_id = ?`, append(args, taskID)
 	}
@@ -412,7 +415,7 @@ func (t *txn) ExpireDue(taskID string, now time.Time) error {
 }
 
 // dueQuery selects a task's outstanding capabilities past their expiry.
-var dueQuery = `SELECT ` + capabilityColumns + ` FROM capabilities WHERE task_id = ? AND ` + isOutstanding + ` AND expires_at < ?`
+var dueQuery = `SELECT ` + capabilityColumns + ` FROM all_capabilities WHERE task_id = ? AND ` + isOutstanding + ` AND expires_at < ?`
 
 // Due lists a task's unredeemed capabilities past their expiry at now:
 // those ExpireDue would mark.
@@ -458,7 +461,7 @@ func (t *txn) Usage(taskID, currency string) (count int32, sum int64, err error)
 
 // usageQuery counts a task's capabilities that use up its grant, by
 // currency, from the index by task alone.
-var usageQuery = fmt.Sprintf(`SELECT currency, COUNT(*), SUM(amount_minor) FROM capabilities
+var usageQuery = fmt.Sprintf(`SELECT currency, COUNT(*), SUM(amount_minor) FROM all_capabilities
 	WHERE task_id = ? AND status NOT IN (%d, %d, %d) GROUP BY currency`, capability.Revoked, capability.Expired, capability.Refused)
 
 // countUsage counts a task's usage from its capabilities as this
@@ -529,7 +532,7 @@ func outstandingQuery(record, taskID string) (string, []any) {
 	var args []any
 	for _, by := range [...]struct{ col, v string }{{"record", record}, {"task_id", taskID}} {
 		if by.v != "" {
-			parts = append(parts, `SELECT `+capabilityColumns+` FROM capabilities WHERE `+isOutstanding+` AND `+by.col+` = ?`)
+			parts = append(parts, `SELECT `+capabilityColumns+` FROM all_capabilities WHERE `+isOutstanding+` AND `+by.col+` = ?`)
 			args = append(args, by.v)
 		}
 	}
@@ -652,10 +655,10 @@ var (
 		LEFT JOIN records r ON r.source = e.source AND r.record_key = e.record_key
 		WHERE k.agent = ? AND e.read_at >= ?`
 	dependedQuery = `
-		SELECT record FROM capabilities WHERE ` + isOutstanding + ` AND record != ''
+		SELECT record FROM all_capabilities WHERE ` + isOutstanding + ` AND record != ''
 		UNION SELECT record FROM approvals WHERE ` + isOpenApproval + ` AND record != ''`
 	dependedOfAgentQuery = `
-		SELECT c.record FROM capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
+		SELECT c.record FROM all_capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
 		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''`
 )
 
@@ -665,7 +668,7 @@ var (
 var watchedByAgentQuery = `
 	SELECT EXISTS (SELECT 1 FROM evidence e JOIN tasks k ON k.task_id = e.task_id
 		WHERE e.source = ? AND e.record_key = ? AND e.read_at >= ? AND k.agent = ?)
-	OR EXISTS (SELECT 1 FROM capabilities c JOIN tasks k ON k.task_id = c.task_id
+	OR EXISTS (SELECT 1 FROM all_capabilities c JOIN tasks k ON k.task_id = c.task_id
 		WHERE c.record = ? AND c.` + isOutstanding + ` AND k.agent = ?)
 	OR EXISTS (SELECT 1 FROM approvals a JOIN tasks k ON k.task_id = a.task_id
 		WHERE a.record = ? AND a.` + isOpenApproval + ` AND k.agent = ?)`

@@ -164,6 +164,10 @@ type Store struct {
 	// checkpoints copies an SQLite store's write-ahead log into its
 	// file, off the writer's path.
 	checkpoints *checkpointer
+	// mover moves pending capabilities; pendingCaps is about how many wait
+	// (pending.go).
+	mover       *mover
+	pendingCaps atomic.Int64
 
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
@@ -225,6 +229,10 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
+	if err := countPending(ctx, s); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	s.mover = startMover(s)
 	return s, nil
 }
 
@@ -247,6 +255,9 @@ func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.mover != nil {
+		s.mover.close()
+	}
 	_ = s.stmts.Close()
 	_ = s.roStmts.Close()
 	var err error
@@ -449,6 +460,7 @@ func (s *Store) runBatch(batch []*job) {
 		_ = sqlTx.Rollback()
 	}
 	if committed {
+		s.pendingCaps.Add(b.pending - batchChanged.moved)
 		s.apply(batchChanged)
 		s.grew()
 	} else {

@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+)
+
+var pendingT0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+
+func pendingCapability(n int) Capability {
+	id := fmt.Sprintf("cap-%04d", n)
+	return Capability{
+		CapabilityID: id, DecisionID: "dec-" + id, TaskID: "task-1", Record: "claims/C-1", StateVersion: "claims-v42",
+		IdempotencyKey: "idem-" + id, Tool: "refund", Currency: "GBP", AmountMinor: 100, Status: agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED,
+		IssuedAt: pendingT0.Add(time.Duration(n) * time.Second), ExpiresAt: pendingT0.Add(time.Duration(n)*time.Second + 5*time.Minute),
+	}
+}
+
+// issue commits capabilities from, ..., to-1, one update each.
+func issue(t *testing.T, s *Store, from, to int) {
+	t.Helper()
+	for n := from; n < to; n++ {
+		if err := s.Update(context.Background(), func(tx Tx) error { return tx.InsertCapability(pendingCapability(n)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// rowsIn counts the rows of table as the writer sees them.
+func rowsIn(t *testing.T, s *Store, table string) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPendingCapabilities: a new capability waits in capabilities_pending,
+// and every read of capabilities sees it there as it would in
+// capabilities; a capability that changes moves first; moving the rest
+// changes nothing a read sees.
+func TestPendingCapabilities(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t)
+	s.mover.close() // this test moves them itself
+	// held checks how many capabilities wait and how many moved, and the
+	// count of those waiting the store keeps.
+	held := func(when string, pending, moved int) {
+		t.Helper()
+		if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != pending || m != moved {
+			t.Fatalf("%s: %d pending and %d moved, want %d and %d", when, p, m, pending, moved)
+		}
+		if got := s.pendingCaps.Load(); got != int64(pending) {
+			t.Errorf("%s: pending count %d, want %d", when, got, pending)
+		}
+	}
+	issue(t, s, 0, 3)
+	held("issued", 3, 0)
+	redeemed := agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED
+	// reads checks what every read of capabilities sees: the three, the
+	// first with status first.
+	reads := func(when string, first agentv1.CommitmentStatus) {
+		t.Helper()
+		err := s.View(ctx, func(tx Tx) error {
+			c, err := tx.Capability("cap-0000")
+			if err != nil || c.Status != first {
+				return fmt.Errorf("Capability = %v, %v; want status %v", c.Status, err, first)
+			}
+			var outstanding []string
+			for n := range 3 {
+				if n > 0 || first != redeemed {
+					outstanding = append(outstanding, pendingCapability(n).CapabilityID)
+				}
+			}
+			for _, q := range []struct {
+				name string
+				read func() ([]Capability, error)
+				want []string
+			}{
+				{"Capabilities", func() ([]Capability, error) { return tx.Capabilities("task-1") }, []string{"cap-0000", "cap-0001", "cap-0002"}},
+				{"CapabilitiesAfter", func() ([]Capability, error) { return tx.CapabilitiesAfter("", "", 10) }, []string{"cap-0000", "cap-0001", "cap-0002"}},
+				{"CapabilitiesAfter a task's", func() ([]Capability, error) { return tx.CapabilitiesAfter("task-1", "cap-0000", 1) }, []string{"cap-0001"}},
+				{"Outstanding on the record", func() ([]Capability, error) { return tx.Outstanding("claims/C-1", "") }, outstanding},
+				{"Due an hour on", func() ([]Capability, error) { return tx.(*txn).due("task-1", pendingT0.Add(time.Hour)) }, outstanding},
+			} {
+				got, err := q.read()
+				var ids []string
+				for _, c := range got {
+					ids = append(ids, c.CapabilityID)
+				}
+				if err != nil || !slices.Equal(ids, q.want) {
+					return fmt.Errorf("%s = %v, %v; want %v", q.name, ids, err, q.want)
+				}
+			}
+			u, err := tx.(*txn).countUsage("task-1")
+			if err != nil || u.actions != 3 || u.minor["GBP"] != 300 {
+				return fmt.Errorf("usage = %+v, %v; want 3 actions, GBP 300", u, err)
+			}
+			w, err := tx.WatchedRecords(pendingT0.Add(time.Hour), "")
+			if err != nil || (len(w) == 1) != (len(outstanding) > 0) {
+				return fmt.Errorf("watched records = %v, %v", w, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v", when, err)
+		}
+	}
+	reads("all pending", agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED)
+
+	c := pendingCapability(0)
+	c.Status, c.EffectReceiptID = redeemed, "eff-1"
+	if err := s.Update(ctx, func(tx Tx) error { return tx.UpdateCapability(c) }); err != nil {
+		t.Fatal(err)
+	}
+	held("one changed", 2, 1)
+	reads("one changed", redeemed)
+
+	if err := s.Update(ctx, func(tx Tx) error { return tx.(*txn).moveCapabilities() }); err != nil {
+		t.Fatal(err)
+	}
+	held("all moved", 0, 3)
+	reads("all moved", redeemed)
+}
+
+// TestPendingCapabilitiesReopen: capabilities still pending when a store
+// closes are there when it opens again, and the background moves them.
+func TestPendingCapabilitiesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s, err := Open(context.Background(), path, DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mover.close()
+	issue(t, s, 0, 4)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(context.Background(), path, DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.View(context.Background(), func(tx Tx) error {
+		got, err := tx.Capabilities("task-1")
+		if err == nil && len(got) != 4 {
+			err = fmt.Errorf("%d capabilities, want 4", len(got))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rowsIn(t, s, "capabilities_pending") > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 0 || m != 4 {
+		t.Errorf("%d pending and %d moved, want 0 and 4", p, m)
+	}
+}
+
+// TestReadsWhileMoving: reads racing moves see every capability committed
+// before they began, once.
+func TestReadsWhileMoving(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t)
+	s.mover.close()
+	var committed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { // moves, as fast as it can
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := s.Update(ctx, func(tx Tx) error { return tx.(*txn).moveCapabilities() }); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	errs := make(chan error, 1)
+	wg.Go(func() { // reads, in snapshots and without
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			before := committed.Load()
+			var got []Capability
+			read := func(tx Tx) (err error) {
+				got, err = tx.Capabilities("task-1")
+				return err
+			}
+			err := s.View(ctx, read)
+			if err == nil {
+				err = s.Read(ctx, read)
+			}
+			seen := map[string]bool{}
+			for _, c := range got {
+				if seen[c.CapabilityID] {
+					err = fmt.Errorf("%s read twice", c.CapabilityID)
+				}
+				seen[c.CapabilityID] = true
+			}
+			if err == nil && int64(len(got)) < before {
+				err = fmt.Errorf("read %d capabilities, %d were committed before", len(got), before)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for n := range 60 {
+		issue(t, s, n, n+1)
+		committed.Add(1)
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+}
+
+// TestMoveFailureReported: a background move that fails is reported to
+// the hook OnMoveError set, and leaves the capabilities pending.
+func TestMoveFailureReported(t *testing.T) {
+	s := openFresh(t)
+	s.mover.close()
+	issue(t, s, 0, 1)
+	// A row of the same capability already moved: the move cannot insert
+	// it again.
+	if _, err := s.db.Exec(`INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities_pending`); err != nil {
+		t.Fatal(err)
+	}
+	s.mover = startMover(s)
+	failed := make(chan error, 1)
+	s.OnMoveError(func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+	})
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "move pending capabilities") {
+			t.Errorf("reported %q, want it to name the move", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no failed move reported within 10s")
+	}
+	if p := rowsIn(t, s, "capabilities_pending"); p != 1 {
+		t.Errorf("%d pending after the failed move, want 1", p)
+	}
+}
