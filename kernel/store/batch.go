@@ -28,18 +28,12 @@ type batchSQL struct {
 	// err is set once storing the deferred rows failed: the batch rolls
 	// back.
 	err error
-	// pending counts the capabilities written pending (pending.go), those
-	// of updates that rolled back included.
-	pending int64
 }
 
 // store stores the rows earlier updates deferred, outside any update's
 // savepoint.
 func (b *batchSQL) store() error {
 	if b.err == nil && len(b.deferred) > 0 {
-		if b.bt.s.pg == nil {
-			b.pending += int64(len(b.deferred))
-		}
 		b.err = insertCapabilities(b.bt, b.deferred)
 		b.deferred = nil
 	}
@@ -105,9 +99,6 @@ func insertCapabilities(t *txn, cs []Capability) error {
 	query := &insertShared
 	if t.s.pg == nil {
 		query = &insertPending
-		if t.sql != nil {
-			t.sql.pending += int64(len(cs))
-		}
 	}
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)

@@ -102,8 +102,6 @@ type changes struct {
 	issued   []issued
 	// journal holds the entries appended, stored when the batch commits.
 	journal []journal.Row
-	// moved counts the pending capabilities moved (pending.go).
-	moved int64
 }
 
 // recordVersion is a record's state version as written.
@@ -137,7 +135,6 @@ func (b *batchChanges) add(c changes) {
 	}
 	b.changes.touched = append(b.changes.touched, c.touched...)
 	b.usage = append(b.usage, c.usage...)
-	b.moved += c.moved
 }
 
 // mirror follows an exclusive store's commits.

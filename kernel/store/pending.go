@@ -53,7 +53,6 @@ func (t *txn) moveCapability(id string) error {
 	if _, err := t.ExecContext(t.ctx, dropOneQuery, id); err != nil {
 		return fmt.Errorf("move capability %q: %w", id, err)
 	}
-	t.changes.moved++
 	return nil
 }
 
@@ -62,12 +61,9 @@ func (t *txn) moveCapabilities() error {
 	if _, err := t.ExecContext(t.ctx, moveAllQuery); err != nil {
 		return fmt.Errorf("move pending capabilities: %w", err)
 	}
-	res, err := t.ExecContext(t.ctx, dropAllQuery)
-	if err != nil {
+	if _, err := t.ExecContext(t.ctx, dropAllQuery); err != nil {
 		return fmt.Errorf("move pending capabilities: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	t.changes.moved += n
 	return nil
 }
 
@@ -80,8 +76,8 @@ type mover struct {
 }
 
 // startMover moves s's pending capabilities every moveEvery while any
-// wait. A move that fails leaves them pending, where readers see them, for
-// the next to try.
+// wait, as a read connection sees. A move that fails leaves them pending,
+// where readers see them, for the next to try.
 func startMover(s *Store) *mover {
 	m := &mover{stop: make(chan struct{})}
 	m.done.Go(func() {
@@ -92,10 +88,14 @@ func startMover(s *Store) *mover {
 			case <-m.stop:
 				return
 			case <-t.C:
-				if s.pendingCaps.Load() == 0 {
+				var waiting bool
+				err := s.ro.QueryRow(`SELECT EXISTS (SELECT 1 FROM capabilities_pending)`).Scan(&waiting)
+				if err == nil && !waiting {
 					continue
 				}
-				err := s.Update(context.Background(), func(tx Tx) error { return tx.(*txn).moveCapabilities() })
+				if err == nil {
+					err = s.Update(context.Background(), func(tx Tx) error { return tx.(*txn).moveCapabilities() })
+				}
 				if f := m.failed.Load(); err != nil && f != nil {
 					(*f)(err)
 				}
@@ -118,14 +118,4 @@ func (s *Store) OnMoveError(f func(error)) {
 	if s.mover != nil {
 		s.mover.failed.Store(&f)
 	}
-}
-
-// countPending counts the capabilities a store left pending, as it opens.
-func countPending(ctx context.Context, s *Store) error {
-	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM capabilities_pending`).Scan(&n); err != nil {
-		return fmt.Errorf("count pending capabilities: %w", err)
-	}
-	s.pendingCaps.Store(n)
-	return nil
 }

@@ -164,10 +164,8 @@ type Store struct {
 	// checkpoints copies an SQLite store's write-ahead log into its
 	// file, off the writer's path.
 	checkpoints *checkpointer
-	// mover moves pending capabilities; pendingCaps is about how many wait
-	// (pending.go).
-	mover       *mover
-	pendingCaps atomic.Int64
+	// mover moves pending capabilities (pending.go).
+	mover *mover
 
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
@@ -227,9 +225,6 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 		return nil, err
 	}
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
-		return nil, errors.Join(err, s.Close())
-	}
-	if err := countPending(ctx, s); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	s.mover = startMover(s)
@@ -460,7 +455,6 @@ func (s *Store) runBatch(batch []*job) {
 		_ = sqlTx.Rollback()
 	}
 	if committed {
-		s.pendingCaps.Add(b.pending - batchChanged.moved)
 		s.apply(batchChanged)
 		s.grew()
 	} else {
