@@ -45,6 +45,19 @@ func rowsIn(t *testing.T, s *Store, table string) int {
 	return n
 }
 
+// allMoved waits up to 10s for the background to move every pending
+// capability, and checks that n were.
+func allMoved(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for rowsIn(t, s, "capabilities_pending") > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 0 || m != n {
+		t.Errorf("%d pending and %d moved, want 0 and %d", p, m, n)
+	}
+}
+
 // TestPendingCapabilities: a new capability waits in capabilities_pending,
 // and every read of capabilities sees it there as it would in
 // capabilities; a capability that changes moves first; moving the rest
@@ -157,13 +170,7 @@ func TestPendingCapabilitiesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for rowsIn(t, s, "capabilities_pending") > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 0 || m != 4 {
-		t.Errorf("%d pending and %d moved, want 0 and 4", p, m)
-	}
+	allMoved(t, s, 4)
 }
 
 // TestReadsWhileMoving: reads racing moves see every capability committed
@@ -288,11 +295,5 @@ func TestBackgroundMoves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for rowsIn(t, s, "capabilities_pending") > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 0 || m != 4 {
-		t.Errorf("%d pending and %d moved, want 0 and 4", p, m)
-	}
+	allMoved(t, s, 4)
 }
