@@ -320,18 +320,18 @@ func (l *ledger) fill(ctx context.Context, page []canon.Classified) error {
 			ids = append(ids, c.Item.GetCanonItemId())
 		}
 	}
-	content := l.content
-	if len(ids) > 0 {
-		entries, err := l.snaps.EntriesWithRefs(ctx, ids, journalKindCanon)
-		if err != nil {
-			return fmt.Errorf("load the page's contracts: %w", err)
-		}
-		byRef := make(map[string][]journal.Entry, len(ids))
-		for _, e := range entries {
-			byRef[e.Ref] = append(byRef[e.Ref], e)
-		}
-		content = func(id string) (*contractv1.Contract, error) { return l.contentIn(id, byRef[id]) }
+	if len(ids) == 0 {
+		return nil
 	}
+	entries, err := l.snaps.EntriesWithRefs(ctx, ids, journalKindCanon)
+	if err != nil {
+		return fmt.Errorf("load the page's contracts: %w", err)
+	}
+	byRef := make(map[string][]journal.Entry, len(ids))
+	for _, e := range entries {
+		byRef[e.Ref] = append(byRef[e.Ref], e)
+	}
+	content := func(id string) (*contractv1.Contract, error) { return l.contentIn(id, byRef[id]) }
 	for i, c := range page {
 		page[i] = l.filledFrom(c, content)
 	}

@@ -87,10 +87,9 @@ type (
 	Appender interface {
 		Append(at time.Time, kind, ref string, body []byte) (Entry, error)
 	}
-	// Reader reads entries in order: all of them, or those of one kind.
+	// Reader reads entries in order, a page at a time.
 	Reader interface {
 		Entries(ctx context.Context, after int64, limit int) ([]Entry, error)
-		EntriesOfKind(ctx context.Context, kind string) ([]Entry, error)
 	}
 )
 
@@ -264,12 +263,6 @@ func Read(ctx context.Context, q Querier, after int64, limit int) ([]Entry, erro
 		args = append(args, limit)
 	}
 	return read(ctx, q, query, args...)
-}
-
-// ReadKind returns every entry of one kind, in order: replaying the
-// authority ledger needs its transitions, not every decision besides.
-func ReadKind(ctx context.Context, q Querier, kind string) ([]Entry, error) {
-	return ReadKindAfter(ctx, q, kind, 0, 0)
 }
 
 // ReadKindAfter returns up to limit entries of one kind after position

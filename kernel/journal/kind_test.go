@@ -50,7 +50,7 @@ func TestReplayedKindReadsItsIndex(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]string{ReplayedKind: "CTR-1 CTR-2", "decision": "dec-1 dec-2"} {
-		es, err := ReadKind(ctx, db, kind)
+		es, err := ReadKindAfter(ctx, db, kind, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestReplayedKindReadsItsIndex(t *testing.T) {
 			refs = append(refs, e.Ref)
 		}
 		if got := strings.Join(refs, " "); got != want {
-			t.Errorf("ReadKind(%s) = %s, want %s", kind, got, want)
+			t.Errorf("ReadKindAfter(%s, 0, 0) = %s, want %s", kind, got, want)
 		}
 	}
 }

@@ -99,6 +99,7 @@ func insertCapabilities(t *txn, cs []Capability) error {
 	query := &insertShared
 	if t.s.pg == nil {
 		query = &insertPending
+		t.s.moveDue.Store(true)
 	}
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)

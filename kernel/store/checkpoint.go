@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,15 +25,10 @@ var checkpointEvery = 200 * time.Millisecond
 const writerCheckpointPages = 16384
 
 // checkpointer runs an SQLite store's checkpoints in the background.
+// Commits do not depend on them: the log holds what they wrote.
 type checkpointer struct {
-	db      *sql.DB
-	stop    chan struct{}
-	stopped sync.Once
-	done    sync.WaitGroup
-	// failed, when set, hears of a checkpoint that failed. Commits do not
-	// depend on checkpoints (the log holds what they wrote), so a failure
-	// is reported and the next tick tries again.
-	failed atomic.Pointer[func(error)]
+	db *sql.DB
+	*background
 }
 
 // startCheckpointer opens dsn on one connection of its own and checkpoints
@@ -46,24 +39,8 @@ func startCheckpointer(dsn string) (*checkpointer, error) {
 		return nil, fmt.Errorf("checkpoints: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	c := &checkpointer{db: db, stop: make(chan struct{})}
-	every := checkpointEvery
-	c.done.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-				if err := c.checkpoint(context.Background()); err != nil {
-					if f := c.failed.Load(); f != nil {
-						(*f)(err)
-					}
-				}
-			}
-		}
-	})
+	c := &checkpointer{db: db}
+	c.background = startBackground(checkpointEvery, func() error { return c.checkpoint(context.Background()) })
 	return c, nil
 }
 
@@ -81,8 +58,7 @@ func (c *checkpointer) checkpoint(ctx context.Context) error {
 // close stops the checkpoints and closes their connection; a store may be
 // closed more than once.
 func (c *checkpointer) close() error {
-	c.stopped.Do(func() { close(c.stop) })
-	c.done.Wait()
+	c.background.close()
 	return c.db.Close()
 }
 
@@ -90,6 +66,6 @@ func (c *checkpointer) close() error {
 // store that fails (a PostgreSQL store has none).
 func (s *Store) OnCheckpointError(f func(error)) {
 	if s.checkpoints != nil {
-		s.checkpoints.failed.Store(&f)
+		s.checkpoints.onError(f)
 	}
 }

@@ -107,7 +107,7 @@ func TestMigrateToVersion3(t *testing.T) {
 	if n, sum, err := s.Usage(ctx, "task-1", "GBP"); err != nil || n != 1 || sum != 1740 {
 		t.Errorf("usage after the migration = %d, %d, %v; want 1, 1740", n, sum, err)
 	}
-	canon, err := s.EntriesOfKind(ctx, journal.ReplayedKind)
+	canon, err := s.EntriesOfKindAfter(ctx, journal.ReplayedKind, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestMigrateToVersion3(t *testing.T) {
 	if err != nil || len(after) != 1 || after[0].Ref != "CTR-2" {
 		t.Errorf("canon entries after position 1 = %+v, %v; want CTR-2", after, err)
 	}
-	if decisions, err := s.EntriesOfKind(ctx, "decision"); err != nil || len(decisions) != 1 || decisions[0].Ref != "dec-1" {
+	if decisions, err := s.EntriesOfKindAfter(ctx, "decision", 0, 0); err != nil || len(decisions) != 1 || decisions[0].Ref != "dec-1" {
 		t.Errorf("decision entries = %+v, %v; want dec-1", decisions, err)
 	}
 

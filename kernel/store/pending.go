@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -16,24 +14,20 @@ import (
 // all_capabilities view, in one snapshot, so a capability is never
 // missing or seen twice, and a crash loses nothing: a pending row is as
 // durable as any other. Before a capability changes, it is moved
-// (UpdateCapability); the rest move in the background (mover), a commit
-// of their own every moveEvery while any wait. A store that replicas
-// share writes capabilities directly.
+// (UpdateCapability); the rest move in the background (movePending), a
+// commit of their own every moveEvery after any was stored. A store that
+// replicas share writes capabilities directly.
 
 // moveEvery is how often the background moves pending capabilities.
 const moveEvery = 100 * time.Millisecond
 
-// pendingColumns are the columns a pending capability keeps: all of a
-// capability's.
-const pendingColumns = capabilityColumns
-
 var (
 	// moveOneQuery and dropOneQuery move one pending capability, if it is
 	// pending.
-	moveOneQuery = `INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + pendingColumns + ` FROM capabilities_pending WHERE capability_id = ?`
+	moveOneQuery = `INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities_pending WHERE capability_id = ?`
 	dropOneQuery = `DELETE FROM capabilities_pending WHERE capability_id = ?`
 	// moveAllQuery and dropAllQuery move every pending capability.
-	moveAllQuery = `INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + pendingColumns + ` FROM capabilities_pending`
+	moveAllQuery = `INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities_pending`
 	dropAllQuery = `DELETE FROM capabilities_pending`
 )
 
@@ -67,55 +61,36 @@ func (t *txn) moveCapabilities() error {
 	return nil
 }
 
-// mover moves pending capabilities in the background.
-type mover struct {
-	stop   chan struct{}
-	once   sync.Once
-	done   sync.WaitGroup
-	failed atomic.Pointer[func(error)]
+// startMover moves s's pending capabilities in the background, those it
+// opens with first.
+func startMover(ctx context.Context, s *Store) (*background, error) {
+	var waiting bool
+	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM capabilities_pending)`).Scan(&waiting); err != nil {
+		return nil, fmt.Errorf("pending capabilities: %w", err)
+	}
+	s.moveDue.Store(waiting)
+	return startBackground(moveEvery, s.movePending), nil
 }
 
-// startMover moves s's pending capabilities every moveEvery while any
-// wait, as a read connection sees. A move that fails leaves them pending,
-// where readers see them, for the next to try.
-func startMover(s *Store) *mover {
-	m := &mover{stop: make(chan struct{})}
-	m.done.Go(func() {
-		t := time.NewTicker(moveEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.stop:
-				return
-			case <-t.C:
-				var waiting bool
-				err := s.ro.QueryRow(`SELECT EXISTS (SELECT 1 FROM capabilities_pending)`).Scan(&waiting)
-				if err == nil && !waiting {
-					continue
-				}
-				if err == nil {
-					err = s.Update(context.Background(), func(tx Tx) error { return tx.(*txn).moveCapabilities() })
-				}
-				if f := m.failed.Load(); err != nil && f != nil {
-					(*f)(err)
-				}
-			}
-		}
-	})
-	return m
-}
-
-// close stops the mover and waits for its last move; a store may be
-// closed more than once.
-func (m *mover) close() {
-	m.once.Do(func() { close(m.stop) })
-	m.done.Wait()
+// movePending moves every pending capability if any was stored since the
+// last move began. A capability is stored pending before its commit, and
+// the move runs in a later commit, so none is left behind. A move that
+// fails leaves them pending, where readers see them, for the next tick.
+func (s *Store) movePending() error {
+	if !s.moveDue.Swap(false) {
+		return nil
+	}
+	err := s.Update(context.Background(), func(tx Tx) error { return tx.(*txn).moveCapabilities() })
+	if err != nil {
+		s.moveDue.Store(true)
+	}
+	return err
 }
 
 // OnMoveError has f hear of each background move of pending capabilities
 // that fails (a PostgreSQL store has none).
 func (s *Store) OnMoveError(f func(error)) {
 	if s.mover != nil {
-		s.mover.failed.Store(&f)
+		s.mover.onError(f)
 	}
 }

@@ -253,7 +253,10 @@ func TestMoveFailureReported(t *testing.T) {
 	if _, err := s.db.Exec(`INSERT INTO capabilities (` + capabilityColumns + `) SELECT ` + capabilityColumns + ` FROM capabilities_pending`); err != nil {
 		t.Fatal(err)
 	}
-	s.mover = startMover(s)
+	var err error
+	if s.mover, err = startMover(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 	failed := make(chan error, 1)
 	s.OnMoveError(func(err error) {
 		select {

@@ -164,8 +164,10 @@ type Store struct {
 	// checkpoints copies an SQLite store's write-ahead log into its
 	// file, off the writer's path.
 	checkpoints *checkpointer
-	// mover moves pending capabilities (pending.go).
-	mover *mover
+	// mover moves pending capabilities, which moveDue says were stored
+	// since its last move began (pending.go).
+	mover   *background
+	moveDue atomic.Bool
 
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
@@ -227,7 +229,9 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	s.mover = startMover(s)
+	if s.mover, err = startMover(ctx, s); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	return s, nil
 }
 
@@ -525,11 +529,6 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 // Entries reads the journal after position after (limit <= 0: all).
 func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
 	return journal.Read(ctx, s.ro, after, limit)
-}
-
-// EntriesOfKind reads the journal's entries of one kind.
-func (s *Store) EntriesOfKind(ctx context.Context, kind string) ([]journal.Entry, error) {
-	return journal.ReadKind(ctx, s.ro, kind)
 }
 
 // EntriesWithRef reads the journal's entries with one ref, among kinds
