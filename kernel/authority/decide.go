@@ -277,9 +277,7 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 	if others != (derive.Usage{}) {
 		// The outcome must not depend on how the others in flight turn
 		// out: the same if they are all granted.
-		hi := *g
-		hi.usage = derive.Usage{Count: count + others.Count, Minor: sum + others.Minor}
-		_, dh, err := k.evaluate(p, call, &hi, now)
+		dh, err := k.evaluateWith(p, call, g, facts, derive.Usage{Count: count + others.Count, Minor: sum + others.Minor}, now)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -421,20 +419,45 @@ func (k *Kernel) readState(tx store.Tx, p *Proposal, call *toolcall.Call, g *gat
 
 // evaluate derives the facts and decides: pure, no I/O.
 func (k *Kernel) evaluate(p *Proposal, call *toolcall.Call, g *gathered, now time.Time) (*evaluate.Facts, *evaluate.Decision, error) {
-	facts := derive.Facts(&derive.Input{
+	facts := derive.Facts(k.input(p, call, g, g.usage, now))
+	d, err := decide(&facts, g, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &facts, d, nil
+}
+
+// evaluateWith decides again with usage u in place of g's: facts, those
+// evaluate derived for g, are derived again only if u can change more of
+// them than the counts.
+func (k *Kernel) evaluateWith(p *Proposal, call *toolcall.Call, g *gathered, facts *evaluate.Facts, u derive.Usage, now time.Time) (*evaluate.Decision, error) {
+	f, ok := derive.WithUsage(*facts, g.plan, u)
+	if !ok {
+		f = derive.Facts(k.input(p, call, g, u, now))
+	}
+	return decide(&f, g, now)
+}
+
+// input is what a decision's facts are derived from, with usage u.
+func (k *Kernel) input(p *Proposal, call *toolcall.Call, g *gathered, u derive.Usage, now time.Time) *derive.Input {
+	return &derive.Input{
 		Contract: g.b.compiled.Compiled, Class: g.b.classIfNotCanonical(), TaskID: p.TaskID, Purpose: p.Purpose,
-		Call: call, Plan: g.plan, Evidence: receipts(g.evidence), Versions: g.versions, Usage: g.usage,
+		Call: call, Plan: g.plan, Evidence: receipts(g.evidence), Versions: g.versions, Usage: u,
 		Approved: g.approval != nil, Now: now,
-	})
+	}
+}
+
+// decide evaluates facts under the task's contract.
+func decide(facts *evaluate.Facts, g *gathered, now time.Time) (*evaluate.Decision, error) {
 	// The evaluator writes into fixed buffers sized for the most reasons
 	// a decision can have (kilobytes); reusing them and keeping only the
 	// reasons found spares the collector that much per decision.
 	scratch := decisions.Get().(*evaluate.Decision)
 	defer decisions.Put(scratch)
-	if err := evaluate.Evaluate(&facts, g.b.eval, now, scratch); err != nil {
-		return nil, nil, refuse(ErrInvalid, "INVALID_REQUEST", "%v", err)
+	if err := evaluate.Evaluate(facts, g.b.eval, now, scratch); err != nil {
+		return nil, refuse(ErrInvalid, "INVALID_REQUEST", "%v", err)
 	}
-	return &facts, scratch.Clone(), nil
+	return scratch.Clone(), nil
 }
 
 // decisions holds the evaluator's scratch decisions.

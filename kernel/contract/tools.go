@@ -36,6 +36,10 @@ type Tool struct {
 	properties   []string
 	Destinations []Destination
 	Constraints  []Constraint
+	// ReadsUsage is whether a destination or constraint reads the task's
+	// usage: when none does, usage changes no more of a decision's facts
+	// than its counts.
+	ReadsUsage bool
 }
 
 // Destination is a compiled destination class.
@@ -182,6 +186,12 @@ func compileTool(f string, g *contractv1.ToolGrant, c *contractv1.Contract) (*To
 		}
 		t.Constraints = append(t.Constraints, Constraint{Code: k.GetCode(), Message: k.GetMessage(), Expr: p})
 	}
+	reads := func(p *expr.Program) bool {
+		keys, whole := p.Reads("usage")
+		return whole || len(keys) > 0
+	}
+	t.ReadsUsage = slices.ContainsFunc(t.Destinations, func(d Destination) bool { return reads(d.When) }) ||
+		slices.ContainsFunc(t.Constraints, func(k Constraint) bool { return reads(k.Expr) })
 	return t, nil
 }
 

@@ -163,12 +163,29 @@ func Facts(in *Input) evaluate.Facts {
 		// missing evidence surfaces as a review, not as another task.
 		f.Subject = subject
 	}
-	f.ActionCount = in.Usage.Count + 1
-	if !f.Amount.IsZero() && in.Usage.Minor > 0 {
-		f.PriorAmount = evaluate.Money{Currency: f.Amount.Currency, Minor: in.Usage.Minor}
-	}
+	usageFacts(&f, in.Usage)
 	Call(&f, plan, call, record, Task{ID: in.TaskID, Subject: subject, Purpose: c.Proto.GetBinding().GetPurpose()}, in.Usage)
 	return f
+}
+
+// usageFacts sets the facts counted from the task's usage.
+func usageFacts(f *evaluate.Facts, u Usage) {
+	f.ActionCount = u.Count + 1
+	f.PriorAmount = evaluate.Money{}
+	if !f.Amount.IsZero() && u.Minor > 0 {
+		f.PriorAmount = evaluate.Money{Currency: f.Amount.Currency, Minor: u.Minor}
+	}
+}
+
+// WithUsage returns the facts Facts derives with usage u from the input
+// f was derived from, without deriving them again: ok is false when the
+// call's tool reads usage in an expression, and only Facts can.
+func WithUsage(f evaluate.Facts, plan Plan, u Usage) (_ evaluate.Facts, ok bool) {
+	if plan.Tool != nil && plan.Tool.ReadsUsage {
+		return f, false
+	}
+	usageFacts(&f, u)
+	return f, true
 }
 
 // Task is what tool expressions know of the task.

@@ -29,9 +29,9 @@ type corpusCase struct {
 	Approved   bool              `json:"approved"`
 }
 
-// TestCorpus derives the facts of every case and compares them with the
-// golden file: the derivation rules as data.
-func TestCorpus(t *testing.T) {
+// corpus reads the derivation corpus.
+func corpus(t *testing.T) []corpusCase {
+	t.Helper()
 	data, err := os.ReadFile("testdata/cases.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +44,13 @@ func TestCorpus(t *testing.T) {
 	if err := json.Unmarshal(js, &cases); err != nil {
 		t.Fatal(err)
 	}
+	return cases
+}
+
+// TestCorpus derives the facts of every case and compares them with the
+// golden file: the derivation rules as data.
+func TestCorpus(t *testing.T) {
+	cases := corpus(t)
 	got := map[string]json.RawMessage{}
 	for _, c := range cases {
 		facts := derived(t, c)
@@ -73,6 +80,12 @@ func TestCorpus(t *testing.T) {
 }
 
 func derived(t *testing.T, c corpusCase) evaluate.Facts {
+	t.Helper()
+	return derive.Facts(input(t, c))
+}
+
+// input is what a corpus case derives its facts from.
+func input(t *testing.T, c corpusCase) *derive.Input {
 	t.Helper()
 	var proto *contractv1.Contract
 	var err error
@@ -127,10 +140,46 @@ func derived(t *testing.T, c corpusCase) evaluate.Facts {
 			t.Fatal(err)
 		}
 	}
-	return derive.Facts(&derive.Input{
+	return &derive.Input{
 		Contract: compiled, TaskID: "task-1", Purpose: "expense-refund", Call: call, Plan: plan,
 		Evidence: evidence, Versions: c.Versions, Usage: c.Usage, Approved: c.Approved, Now: now,
-	})
+	}
+}
+
+// TestWithUsage: the facts of every corpus case with other usage are
+// those derived again with it, and only a tool whose expressions read
+// usage needs them derived again.
+func TestWithUsage(t *testing.T) {
+	cases := corpus(t)
+	reading := 0
+	for _, c := range cases {
+		in := input(t, c)
+		facts := derive.Facts(in)
+		for _, u := range []derive.Usage{{}, {Count: 1}, {Count: 3, Minor: 250}, {Minor: 9600}} {
+			got, ok := derive.WithUsage(facts, in.Plan, u)
+			again := *in
+			again.Usage = u
+			want := derive.Facts(&again)
+			if !ok {
+				if in.Plan.Tool == nil || !in.Plan.Tool.ReadsUsage {
+					t.Errorf("%s: WithUsage refused a tool that reads no usage", c.Name)
+				}
+				continue
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s, usage %+v (-derived again +WithUsage):\n%s", c.Name, u, diff)
+			}
+		}
+		if in.Plan.Tool != nil && in.Plan.Tool.ReadsUsage {
+			reading++
+			if _, ok := derive.WithUsage(facts, in.Plan, derive.Usage{Count: 1}); ok {
+				t.Errorf("%s: WithUsage answered for a tool that reads usage", c.Name)
+			}
+		}
+	}
+	if reading == 0 {
+		t.Error("no corpus case has a tool that reads usage")
+	}
 }
 
 // TestPlanRefusals: arguments that do not fit the tool are an error before
