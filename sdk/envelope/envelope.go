@@ -135,8 +135,7 @@ func (k Keyring) Open(env *receiptv1.Envelope, signer string, m proto.Message) e
 // Hash is the hex SHA-256 of an envelope's payload: what a receipt
 // reference pins.
 func Hash(env *receiptv1.Envelope) string {
-	sum := sha256.Sum256(env.GetPayload())
-	return hex.EncodeToString(sum[:])
+	return hexSum(sha256.Sum256(env.GetPayload()))
 }
 
 // Digest is the hex SHA-256 of a whole envelope — payload type, payload,
@@ -144,17 +143,32 @@ func Hash(env *receiptv1.Envelope) string {
 // same payload but another signature or signer differ. An envelope signed
 // alone digests as it did before batches existed.
 func Digest(env *receiptv1.Envelope) string {
-	h := sha256.New()
-	parts := [][]byte{[]byte(env.GetPayloadType()), env.GetPayload(), []byte(env.GetKeyId()), env.GetSignature()}
+	// The parts go into one buffer, each after its length, and are hashed
+	// at once: a buffer the size of most envelopes stays on the stack.
+	buf := make([]byte, 0, 2048)
+	buf = appendPart(buf, env.GetPayloadType())
+	buf = appendPart(buf, env.GetPayload())
+	buf = appendPart(buf, env.GetKeyId())
+	buf = appendPart(buf, env.GetSignature())
 	if b := env.GetBatch(); b != nil {
-		parts = append(parts, []byte("batch"), binary.BigEndian.AppendUint64(nil, b.GetIndex()), binary.BigEndian.AppendUint64(nil, b.GetSize()))
-		parts = append(parts, b.GetPath()...)
+		buf = appendPart(buf, "batch")
+		buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(buf, 8), b.GetIndex())
+		buf = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(buf, 8), b.GetSize())
+		for _, p := range b.GetPath() {
+			buf = appendPart(buf, p)
+		}
 	}
-	for _, part := range parts {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
-		h.Write(n[:])
-		h.Write(part)
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hexSum(sha256.Sum256(buf))
+}
+
+// appendPart appends p's length, then p.
+func appendPart[T string | []byte](buf []byte, p T) []byte {
+	return append(binary.BigEndian.AppendUint64(buf, uint64(len(p))), p...)
+}
+
+// hexSum is a SHA-256 sum in hex.
+func hexSum(sum [sha256.Size]byte) string {
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

@@ -76,3 +76,20 @@ func TestSignOpen(t *testing.T) {
 		t.Error("hash ignores the payload")
 	}
 }
+
+// TestDigestVector pins Digest and Hash: receipts reference envelopes by
+// them, so a change of encoding would orphan every reference recorded.
+func TestDigestVector(t *testing.T) {
+	alone := &receiptv1.Envelope{PayloadType: "x.y", Payload: []byte("payload"), KeyId: "k1", Signature: []byte("sig")}
+	batched := &receiptv1.Envelope{PayloadType: "x.y", Payload: []byte("payload"), KeyId: "k1", Signature: []byte("sig"),
+		Batch: &receiptv1.Batch{Index: 3, Size: 9, Path: [][]byte{[]byte("p1"), []byte("p2")}}}
+	for _, tt := range []struct{ name, got, want string }{
+		{"Digest alone", envelope.Digest(alone), "dddb0ca74313cd3b30c01d81dea21d5ae2a134e5a9fc16c59fe92e446d147c5a"},
+		{"Digest in a batch", envelope.Digest(batched), "cc11e6de6deee6569061993deabb2bab178472a947250c7a523675f541d639df"},
+		{"Hash", envelope.Hash(batched), "239f59ed55e737c77147cf55ad0c1b030b6d7ee748a7426952f9b852d5a935e5"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %s, want %s", tt.name, tt.got, tt.want)
+		}
+	}
+}
