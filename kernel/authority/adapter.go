@@ -158,6 +158,7 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 	}
 	var out Recorded
 	var stale error
+	hash := envelope.Hash(env)
 	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, r.GetTaskId())
@@ -177,13 +178,15 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if !sameSet(r.GetQuarantined(), grant.GetQuarantined()) {
 			return refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt %s does not mark the quarantined fields the grant names", r.GetReceiptId())
 		}
+		digest := envelope.Digest(env)
 		inserted, err := tx.InsertEvidence(store.Evidence{
-			ReceiptID: r.GetReceiptId(), TaskID: r.GetTaskId(), EnvelopeHash: envelope.Digest(env), Source: r.GetSource(),
+			ReceiptID: r.GetReceiptId(), TaskID: r.GetTaskId(), EnvelopeHash: digest, Source: r.GetSource(),
 			RecordKey: r.GetRecordKey(), StateVersion: r.GetStateVersion(), ReadAt: r.GetReadAt().AsTime(),
 		})
 		if err != nil {
 			return refuse(ErrExists, "RECEIPT_CONFLICT", "%v", err)
 		}
+		tx.OnCommit(func() { k.recorded.put(digest, recordedEvidence{receipt: &r, hash: hash}) })
 		if !inserted {
 			out.LogIndex, err = tx.LogIndex("evidence", r.GetReceiptId())
 			return err // a retry of a recorded receipt

@@ -613,13 +613,19 @@ func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Enve
 	out := make([]cited, 0, len(envs))
 	seen := map[string]bool{}
 	for i, env := range envs {
-		var r receiptv1.EvidenceReceipt
 		if env.GetPayloadType() != evidenceType {
 			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] is a %q, not an evidence receipt", i, env.GetPayloadType())
 		}
-		if err := proto.Unmarshal(env.GetPayload(), &r); err != nil {
-			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] does not decode: %v", i, err)
+		digest := envelope.Digest(env)
+		e, ok := k.recorded.get(digest)
+		if !ok {
+			var r receiptv1.EvidenceReceipt
+			if err := proto.Unmarshal(env.GetPayload(), &r); err != nil {
+				return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] does not decode: %v", i, err)
+			}
+			e = recordedEvidence{receipt: &r, hash: envelope.Hash(env)}
 		}
+		r := e.receipt
 		rec, err := tx.Evidence(r.GetReceiptId())
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, refuse(ErrInvalid, "EVIDENCE_UNRECORDED", "evidence[%d] (%s) was never recorded by the kernel", i, r.GetReceiptId())
@@ -627,7 +633,7 @@ func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Enve
 		if err != nil {
 			return nil, err
 		}
-		if rec.EnvelopeHash != envelope.Digest(env) {
+		if rec.EnvelopeHash != digest {
 			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] (%s) differs from the signed receipt the kernel recorded", i, r.GetReceiptId())
 		}
 		if r.GetTaskId() != taskID {
@@ -637,9 +643,23 @@ func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Enve
 			return nil, refuse(ErrInvalid, "EVIDENCE_DUPLICATE", "evidence[%d] (%s) is cited twice", i, r.GetReceiptId())
 		}
 		seen[r.GetReceiptId()] = true
-		out = append(out, cited{receipt: &r, ref: &receiptv1.ReceiptRef{ReceiptId: r.GetReceiptId(), PayloadHash: envelope.Hash(env)}})
+		out = append(out, cited{receipt: r, ref: &receiptv1.ReceiptRef{ReceiptId: r.GetReceiptId(), PayloadHash: e.hash}})
 	}
 	return out, nil
+}
+
+// maxRecorded bounds the evidence receipts the kernel keeps decoded: a
+// proposal cites what was read moments before, and one that cites older
+// evidence has it decoded again.
+const maxRecorded = 1 << 12
+
+// recordedEvidence is an evidence receipt the kernel recorded, decoded,
+// and its payload's hash ([envelope.Hash]). Its envelope's digest pins
+// every byte, so an envelope with that digest decodes to it; it is shared
+// by the decisions that cite it, and none changes it.
+type recordedEvidence struct {
+	receipt *receiptv1.EvidenceReceipt
+	hash    string
 }
 
 var evidenceType = string((&receiptv1.EvidenceReceipt{}).ProtoReflect().Descriptor().FullName())

@@ -104,6 +104,9 @@ type Kernel struct {
 	reserved reservations
 	// signed are the capabilities this kernel signed, for redemption.
 	signed signedCapabilities
+	// recorded are the evidence receipts this kernel recorded last, by
+	// envelope digest, decoded for the proposals that cite them.
+	recorded *memo[recordedEvidence]
 }
 
 // New builds a kernel over an opened store and loads the authority ledger
@@ -126,13 +129,15 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 		return ring, nil
 	}
 	k := &Kernel{
-		store:  o.Store,
-		signer: o.Signer,
-		auth:   o.Authorities,
-		ttl:    o.CapabilityTTL,
-		now:    o.Clock,
-		log:    o.Log,
-		newID:  o.NewID,
+		store:    o.Store,
+		signer:   o.Signer,
+		auth:     o.Authorities,
+		ttl:      o.CapabilityTTL,
+		now:      o.Clock,
+		log:      o.Log,
+		newID:    o.NewID,
+		signed:   signedCapabilities{digest: newMemo[string](maxIssued)},
+		recorded: newMemo[recordedEvidence](maxRecorded),
 	}
 	var err error
 	if k.self, err = pick([]string{o.Signer.KeyID()}); err != nil {

@@ -1,8 +1,6 @@
 package authority
 
 import (
-	"sync"
-
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"google.golang.org/protobuf/proto"
@@ -19,38 +17,19 @@ const maxIssued = 1 << 16
 // not remember (issued before a restart, or by another replica) is
 // verified as before.
 type signedCapabilities struct {
-	mu     sync.Mutex
-	digest map[string]string // capability id → envelope digest
-	order  []string
-	next   int
+	digest *memo[string] // capability id → envelope digest
 }
 
 // add remembers capability id's envelope by its digest ([envelope.Digest]),
 // which the caller computes outside the writer that commits the capability.
-func (s *signedCapabilities) add(id, d string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.digest == nil {
-		s.digest, s.order = map[string]string{}, make([]string, maxIssued)
-	}
-	if _, ok := s.digest[id]; ok {
-		return
-	}
-	if old := s.order[s.next]; old != "" {
-		delete(s.digest, old)
-	}
-	s.digest[id], s.order[s.next] = d, id
-	s.next = (s.next + 1) % maxIssued
-}
+func (s *signedCapabilities) add(id, d string) { s.digest.put(id, d) }
 
 // open decodes a capability envelope into c: at once when it is one this
 // kernel issued, byte for byte, else after checking its signature with
 // self under key id signer.
 func (s *signedCapabilities) open(self envelope.Keyring, signer string, env *receiptv1.Envelope, c *receiptv1.Capability) error {
 	if env.GetPayloadType() == capabilityType && env.GetKeyId() == signer && proto.Unmarshal(env.GetPayload(), c) == nil {
-		s.mu.Lock()
-		d, ok := s.digest[c.GetCapabilityId()]
-		s.mu.Unlock()
+		d, ok := s.digest.get(c.GetCapabilityId())
 		if ok && d == envelope.Digest(env) {
 			return nil
 		}

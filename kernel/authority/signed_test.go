@@ -26,7 +26,7 @@ func TestSignedCapabilities(t *testing.T) {
 		}
 		return env
 	}
-	var s signedCapabilities
+	s := signedCapabilities{digest: newMemo[string](maxIssued)}
 	kept, other := sign("cap-1"), sign("cap-2")
 	s.add("cap-1", envelope.Digest(kept))
 	// No key to check a signature with: only what is remembered opens.

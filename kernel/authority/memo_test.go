@@ -1,0 +1,28 @@
+package authority
+
+import (
+	"strconv"
+	"testing"
+)
+
+// TestMemoForgetsOldest: a full memo forgets its oldest key for a new
+// one, and remembering a key again neither moves nor replaces it.
+func TestMemoForgetsOldest(t *testing.T) {
+	m := newMemo[int](3)
+	for i := range 3 {
+		m.put(strconv.Itoa(i), i)
+	}
+	m.put("0", 99) // remembered already: kept as it was, still the oldest
+	if v, ok := m.get("0"); !ok || v != 0 {
+		t.Errorf("get(0) = %d, %v; want 0, true", v, ok)
+	}
+	m.put("3", 3)
+	if _, ok := m.get("0"); ok {
+		t.Error("the oldest key is still remembered past the memo's size")
+	}
+	for i := 1; i <= 3; i++ {
+		if v, ok := m.get(strconv.Itoa(i)); !ok || v != i {
+			t.Errorf("get(%d) = %d, %v; want %d, true", i, v, ok, i)
+		}
+	}
+}
