@@ -8,39 +8,16 @@ import (
 	"io"
 	"time"
 
-	"github.com/transparency-dev/merkle"
+	"github.com/ambitkernel/ambit/sdk/treehash"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // hashSize is the size of every hash in the tree (SHA-256).
-const hashSize = 32
+const hashSize = treehash.Size
 
 // Hasher is the tree's RFC 6962 hasher.
-var Hasher = treeHasher{}
-
-// treeHasher hashes as rfc6962.DefaultHasher does, an interior node into
-// an array on the stack: the library's hasher allocates a digest for each
-// node, and every append and root hashes several.
-type treeHasher struct{}
-
-var _ merkle.LogHasher = treeHasher{}
-
-func (treeHasher) EmptyRoot() []byte           { return rfc6962.DefaultHasher.EmptyRoot() }
-func (treeHasher) Size() int                   { return hashSize }
-func (treeHasher) HashLeaf(leaf []byte) []byte { return rfc6962.DefaultHasher.HashLeaf(leaf) }
-
-func (treeHasher) HashChildren(l, r []byte) []byte {
-	if len(l) != hashSize || len(r) != hashSize {
-		return rfc6962.DefaultHasher.HashChildren(l, r)
-	}
-	var node [1 + 2*hashSize]byte
-	node[0] = rfc6962.RFC6962NodeHashPrefix
-	copy(node[1:], l)
-	copy(node[1+hashSize:], r)
-	h := sha256.Sum256(node[:])
-	return h[:]
-}
+var Hasher = treehash.Hasher
 
 // ranges builds compact ranges with the tree's hash.
 var ranges = &compact.RangeFactory{Hash: Hasher.HashChildren}

@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/treehash"
 	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 // maxBatch bounds the records under one signature, so an inclusion path
@@ -35,11 +35,11 @@ func batchRoot(b *receiptv1.Batch, encoding []byte) ([]byte, error) {
 		return nil, fmt.Errorf("a batch of %d records; one record is signed alone", b.GetSize())
 	}
 	for _, h := range b.GetPath() {
-		if len(h) != rfc6962.DefaultHasher.Size() {
+		if len(h) != treehash.Hasher.Size() {
 			return nil, errors.New("a batch path hash is not 32 bytes")
 		}
 	}
-	root, err := proof.RootFromInclusionProof(rfc6962.DefaultHasher, b.GetIndex(), b.GetSize(), rfc6962.DefaultHasher.HashLeaf(encoding), b.GetPath())
+	root, err := proof.RootFromInclusionProof(treehash.Hasher, b.GetIndex(), b.GetSize(), treehash.Hasher.HashLeaf(encoding), b.GetPath())
 	if err != nil {
 		return nil, fmt.Errorf("batch path: %w", err)
 	}
@@ -66,7 +66,7 @@ func seal(key ed25519.PrivateKey, recs []record) error {
 	}
 	leaves := make([][]byte, len(recs))
 	for i, r := range recs {
-		leaves[i] = rfc6962.DefaultHasher.HashLeaf(r.encoding)
+		leaves[i] = treehash.Hasher.HashLeaf(r.encoding)
 	}
 	paths := make([][][]byte, len(recs))
 	root := tree(leaves, paths)
@@ -93,7 +93,7 @@ func tree(leaves [][]byte, paths [][][]byte) []byte {
 	for i := range paths[k:] {
 		paths[k+i] = append(paths[k+i], left)
 	}
-	return rfc6962.DefaultHasher.HashChildren(left, right)
+	return treehash.Hasher.HashChildren(left, right)
 }
 
 // group seals the records of concurrent callers together. The first
