@@ -78,6 +78,9 @@ type gathered struct {
 	b        *bound
 	plan     derive.Plan
 	evidence []cited
+	// records are the records the decision reads the state of: the
+	// call's and the evidence's, each once.
+	records  []string
 	versions map[string]string
 	usage    derive.Usage
 	approval *store.Approval
@@ -237,7 +240,7 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 	}
 	// The records are known once the contract is: stamp them before the
 	// read that sees their versions.
-	for _, r := range g.records() {
+	for _, r := range g.records {
 		src, key := store.SplitRecord(r)
 		keys = append(keys, store.RecordKey(src, key))
 	}
@@ -371,19 +374,12 @@ func (k *Kernel) plan(tx store.Tx, p *Proposal, call *toolcall.Call) (*gathered,
 	if g.evidence, err = k.openEvidence(tx, p.TaskID, p.Evidence); err != nil {
 		return nil, err
 	}
-	return g, nil
-}
-
-// records are the records the decision reads the state of: the call's and
-// the evidence's.
-func (g *gathered) records() []string {
-	out := make([]string, 0, 1+len(g.evidence))
-	for _, r := range append([]string{g.plan.Record}, evidenceRecords(g.evidence)...) {
-		if r != "" && !slices.Contains(out, r) {
-			out = append(out, r)
+	for _, r := range append([]string{plan.Record}, evidenceRecords(g.evidence)...) {
+		if r != "" && !slices.Contains(g.records, r) {
+			g.records = append(g.records, r)
 		}
 	}
-	return out
+	return g, nil
 }
 
 func evidenceRecords(cs []cited) []string {
@@ -397,7 +393,7 @@ func evidenceRecords(cs []cited) []string {
 // readState reads the records' state versions and the approval the
 // proposal names.
 func (k *Kernel) readState(tx store.Tx, p *Proposal, call *toolcall.Call, g *gathered) error {
-	for _, r := range g.records() {
+	for _, r := range g.records {
 		src, key := store.SplitRecord(r)
 		v, ok, err := tx.RecordVersion(src, key)
 		if err != nil {

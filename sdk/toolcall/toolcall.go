@@ -364,18 +364,22 @@ func (c *Call) Canonical() string { return c.canonical }
 // Hash identifies the call: SHA-256 over the tool name and the canonical
 // arguments, hex.
 func (c *Call) Hash() string {
-	h := sha256.New()
-	h.Write([]byte(c.Tool))
-	h.Write([]byte{0})
-	h.Write([]byte(c.canonical))
-	return hex.EncodeToString(h.Sum(nil))
+	// Most calls fit a buffer on the stack, hashed at once.
+	buf := make([]byte, 0, 1024)
+	buf = append(append(append(buf, c.Tool...), 0), c.canonical...)
+	sum := sha256.Sum256(buf)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // Lookup returns the value at a dotted argument path, e.g. "amount" or
 // "amount.currency_code".
 func (c *Call) Lookup(path string) (any, bool) {
 	var v any = c.Args
-	for _, part := range strings.Split(path, ".") {
+	for more := true; more; {
+		var part string
+		part, path, more = strings.Cut(path, ".")
 		obj, ok := v.(map[string]any)
 		if !ok {
 			return nil, false

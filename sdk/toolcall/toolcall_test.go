@@ -1,6 +1,7 @@
 package toolcall_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -128,3 +129,20 @@ func FuzzParse(f *testing.F) {
 }
 
 func repeat(s string, n int) string { return strings.Repeat(s, n) }
+
+// TestHashVector pins Hash: capabilities and answered requests keep it,
+// so a change of encoding would orphan them.
+func TestHashVector(t *testing.T) {
+	c, err := toolcall.Parse("refund", `{ "a" : 1 }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Hash(), "9944198e41ec7848d4a45ae64bc5fe76d32ecd7b47b9e09226e53eba74834434"; got != want {
+		t.Errorf("Hash() = %s, want %s", got, want)
+	}
+	for path, want := range map[string]any{"a": json.Number("1"), "a.b": nil, "": nil} {
+		if v, ok := c.Lookup(path); v != want || ok != (want != nil) {
+			t.Errorf("Lookup(%q) = %v, %v; want %v", path, v, ok, want)
+		}
+	}
+}
