@@ -7,11 +7,13 @@ import (
 )
 
 // background runs an SQLite store's work off the writer's path (its
-// checkpoints, the moves of pending capabilities) every period until
-// closed. Commits do not wait for this work, so a failure is reported to
+// checkpoints, the moves of pending capabilities) every period, or sooner
+// when woken, until closed. Commits do not wait for this work, so a failure is reported to
 // a hook and the next tick tries again.
 type background struct {
-	stop    chan struct{}
+	stop chan struct{}
+	// soon runs the work without waiting for the tick.
+	soon    chan struct{}
 	stopped sync.Once
 	done    sync.WaitGroup
 	// failed, when set, hears of each tick's work that failed.
@@ -20,7 +22,7 @@ type background struct {
 
 // startBackground runs work every period until close.
 func startBackground(every time.Duration, work func() error) *background {
-	b := &background{stop: make(chan struct{})}
+	b := &background{stop: make(chan struct{}), soon: make(chan struct{}, 1)}
 	b.done.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -29,15 +31,25 @@ func startBackground(every time.Duration, work func() error) *background {
 			case <-b.stop:
 				return
 			case <-t.C:
-				if err := work(); err != nil {
-					if f := b.failed.Load(); f != nil {
-						(*f)(err)
-					}
+			case <-b.soon:
+			}
+			if err := work(); err != nil {
+				if f := b.failed.Load(); f != nil {
+					(*f)(err)
 				}
 			}
 		}
 	})
 	return b
+}
+
+// wake has the work run now rather than at the next tick; a wake while
+// one is waiting adds nothing.
+func (b *background) wake() {
+	select {
+	case b.soon <- struct{}{}:
+	default:
+	}
 }
 
 // onError has f hear of each tick's work that fails.

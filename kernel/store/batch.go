@@ -100,6 +100,9 @@ func insertCapabilities(t *txn, cs []Capability) error {
 	if t.s.pg == nil {
 		query = &insertPending
 		t.s.moveDue.Store(true)
+		if t.s.pendingStored.Add(int64(len(cs))) >= moveAt && t.s.mover != nil {
+			t.s.mover.wake() // its move commits after this batch
+		}
 	}
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)

@@ -15,11 +15,16 @@ import (
 // missing or seen twice, and a crash loses nothing: a pending row is as
 // durable as any other. Before a capability changes, it is moved
 // (UpdateCapability); the rest move in the background (movePending), a
-// commit of their own every moveEvery after any was stored. A store that
-// replicas share writes capabilities directly.
+// commit of their own every moveEvery after any was stored, or as soon as
+// moveAt were. A store that replicas share writes capabilities directly.
 
-// moveEvery is how often the background moves pending capabilities.
-const moveEvery = 100 * time.Millisecond
+// moveEvery is how often the background moves pending capabilities, and
+// moveAt how many stored since a move began have it move at once: reads
+// by task or by record scan the pending table, so a burst faster than the
+// tick must not let it grow.
+var moveEvery = 100 * time.Millisecond
+
+const moveAt = 1024
 
 var (
 	// moveOneQuery and dropOneQuery move one pending capability, if it is
@@ -80,6 +85,7 @@ func (s *Store) movePending() error {
 	if !s.moveDue.Swap(false) {
 		return nil
 	}
+	s.pendingStored.Store(0)
 	err := s.Update(context.Background(), func(tx Tx) error { return tx.(*txn).moveCapabilities() })
 	if err != nil {
 		s.moveDue.Store(true)

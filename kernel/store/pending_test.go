@@ -300,3 +300,39 @@ func TestBackgroundMoves(t *testing.T) {
 	}
 	allMoved(t, s, 4)
 }
+
+// TestMovesAtSize: moveAt capabilities stored since the last move are
+// moved at once, without waiting for the tick; fewer wait for it.
+func TestMovesAtSize(t *testing.T) {
+	every := moveEvery
+	moveEvery = time.Hour
+	defer func() { moveEvery = every }()
+	s := openFresh(t)
+	store := func(from, to int) {
+		t.Helper()
+		err := s.Update(context.Background(), func(tx Tx) error {
+			for n := from; n < to; n++ {
+				if err := tx.InsertCapability(pendingCapability(n)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	store(0, moveAt-1)
+	time.Sleep(300 * time.Millisecond)
+	if p := rowsIn(t, s, "capabilities_pending"); p != moveAt-1 {
+		t.Fatalf("%d pending before the tick with %d stored, want all %d", p, moveAt-1, moveAt-1)
+	}
+	store(moveAt-1, moveAt)
+	allMoved(t, s, moveAt)
+	// The count starts again after a move.
+	store(moveAt, moveAt+10)
+	time.Sleep(300 * time.Millisecond)
+	if p := rowsIn(t, s, "capabilities_pending"); p != 10 {
+		t.Errorf("%d pending after a move and 10 more stored, want 10", p)
+	}
+}

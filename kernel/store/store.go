@@ -168,6 +168,9 @@ type Store struct {
 	// since its last move began (pending.go).
 	mover   *background
 	moveDue atomic.Bool
+	// pendingStored counts the capabilities stored pending since the last
+	// move began (moveAt wakes the mover).
+	pendingStored atomic.Int64
 
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
