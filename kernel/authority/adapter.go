@@ -186,7 +186,7 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if err != nil {
 			return refuse(ErrExists, "RECEIPT_CONFLICT", "%v", err)
 		}
-		tx.OnCommit(func() { k.recorded.put(digest, recordedEvidence{receipt: &r, hash: hash}) })
+		tx.OnCommit(func() { k.rememberEvidence(env, digest, &r, hash) })
 		if !inserted {
 			out.LogIndex, err = tx.LogIndex("evidence", r.GetReceiptId())
 			return err // a retry of a recorded receipt

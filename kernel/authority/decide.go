@@ -644,10 +644,23 @@ func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Enve
 	return out, nil
 }
 
-// maxRecorded bounds the evidence receipts the kernel keeps decoded: a
-// proposal cites what was read moments before, and one that cites older
+// maxRecorded bounds the evidence receipts the kernel keeps decoded, and
+// maxRecordedPayload the size of one it keeps, so that the memo holds at
+// most a few megabytes of payload however large records are: a proposal
+// cites what was read moments before, and one that cites older or larger
 // evidence has it decoded again.
-const maxRecorded = 1 << 12
+const (
+	maxRecorded        = 1 << 12
+	maxRecordedPayload = 2 << 10
+)
+
+// rememberEvidence keeps a recorded evidence receipt decoded, by its
+// envelope's digest, if it is small enough (maxRecordedPayload).
+func (k *Kernel) rememberEvidence(env *receiptv1.Envelope, digest string, r *receiptv1.EvidenceReceipt, hash string) {
+	if len(env.GetPayload()) <= maxRecordedPayload {
+		k.recorded.put(digest, recordedEvidence{receipt: r, hash: hash})
+	}
+}
 
 // recordedEvidence is an evidence receipt the kernel recorded, decoded,
 // and its payload's hash ([envelope.Hash]). Its envelope's digest pins
