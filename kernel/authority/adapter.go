@@ -158,7 +158,8 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 	}
 	var out Recorded
 	var stale error
-	hash := envelope.Hash(env)
+	// Hashed outside the writer, which runs the update's function.
+	digest, hash := envelope.Digest(env), envelope.Hash(env)
 	err := k.store.Update(ctx, func(tx store.Tx) error {
 		now := k.clock()
 		b, err := k.taskContract(tx, r.GetTaskId())
@@ -178,7 +179,6 @@ func (k *Kernel) RecordEvidence(ctx context.Context, caller string, env *receipt
 		if !sameSet(r.GetQuarantined(), grant.GetQuarantined()) {
 			return refuse(ErrInvalid, "RECEIPT_INVALID", "evidence receipt %s does not mark the quarantined fields the grant names", r.GetReceiptId())
 		}
-		digest := envelope.Digest(env)
 		inserted, err := tx.InsertEvidence(store.Evidence{
 			ReceiptID: r.GetReceiptId(), TaskID: r.GetTaskId(), EnvelopeHash: digest, Source: r.GetSource(),
 			RecordKey: r.GetRecordKey(), StateVersion: r.GetStateVersion(), ReadAt: r.GetReadAt().AsTime(),

@@ -8,15 +8,14 @@ import (
 
 // background runs an SQLite store's work off the writer's path (its
 // checkpoints, the moves of pending capabilities) every period, or sooner
-// when woken, until closed. Commits do not wait for this work, so a failure is reported to
-// a hook and the next tick tries again.
+// when woken, until closed. Commits do not wait for this work, so a
+// failure is reported to a hook and the next run tries again.
 type background struct {
-	stop chan struct{}
-	// soon runs the work without waiting for the tick.
-	soon    chan struct{}
+	stop    chan struct{}
+	soon    chan struct{} // runs the work without waiting for the tick
 	stopped sync.Once
 	done    sync.WaitGroup
-	// failed, when set, hears of each tick's work that failed.
+	// failed, when set, hears of each run's work that failed.
 	failed atomic.Pointer[func(error)]
 }
 
@@ -52,7 +51,7 @@ func (b *background) wake() {
 	}
 }
 
-// onError has f hear of each tick's work that fails.
+// onError has f hear of each run's work that fails.
 func (b *background) onError(f func(error)) { b.failed.Store(&f) }
 
 // close stops the work and waits for its last tick; a store may be closed

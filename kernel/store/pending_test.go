@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,21 +256,7 @@ func TestMoveFailureReported(t *testing.T) {
 	if s.mover, err = startMover(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	failed := make(chan error, 1)
-	s.OnMoveError(func(err error) {
-		select {
-		case failed <- err:
-		default:
-		}
-	})
-	select {
-	case err := <-failed:
-		if !strings.Contains(err.Error(), "move pending capabilities") {
-			t.Errorf("reported %q, want it to name the move", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no failed move reported within 10s")
-	}
+	reported(t, s.OnMoveError, "move pending capabilities")
 	if p := rowsIn(t, s, "capabilities_pending"); p != 1 {
 		t.Errorf("%d pending after the failed move, want 1", p)
 	}
