@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,10 +109,17 @@ func liveHeap() uint64 {
 //     classification over the whole ledger. The ledger grows by one task
 //     per iteration;
 //   - decide: a decision (Submit, allowed, with a capability) on a task
-//     drawn at random from up to 256 tasks spread over the whole range.
+//     drawn at random from up to 256 tasks spread over the whole range;
+//   - beside: the same decisions in rounds alternating with decisions on
+//     a store of 10 tasks held beside it, open in the same process.
 //
 // The figures at 10 tasks are the baseline the larger sizes are read
-// against.
+// against. decide's baseline ran minutes before, on a smaller heap: its
+// ratio holds all a size costs, the collector's share included, but also
+// whatever else the shared machine did in between. beside's baseline
+// runs moments apart on the same heap, so its rounds' ratios show what
+// the size costs a decision itself, and how much one round differs from
+// the next.
 func BenchmarkScale(b *testing.B) {
 	var rows []scaleRow
 	// perOp times one sub-benchmark's loop.
@@ -118,6 +127,16 @@ func BenchmarkScale(b *testing.B) {
 		return time.Since(since) / time.Duration(max(ops, 1))
 	}
 	defer func() { printScale(rows) }()
+	base := newWorld(b)
+	seedTasks(b, base, 10)
+	baseOpts := base.options(base.st)
+	baseOpts.Log = zap.NewNop()
+	k, err := authority.New(base.ctx, baseOpts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base.k = k
+	baseProposals := scaleProposals(base, 10)
 	for _, n := range scaleSizes() {
 		r := scaleRow{n: n}
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
@@ -193,29 +212,73 @@ func BenchmarkScale(b *testing.B) {
 				}
 			})
 
-			// Up to 256 tasks spread over the seeded range, each with an
-			// evidence read to cite.
-			var ps []authority.Proposal
-			for i := range min(n, 256) {
-				task := scaleTask(i * n / min(n, 256))
-				env, _ := w.read(task)
-				ps = append(ps, proposal(task, refund(1740, subject), env))
-			}
+			ps := scaleProposals(w, n)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.Run("decide", func(b *testing.B) {
 				ops, t0 := 0, time.Now()
 				defer func() { r.decide = perOp(ops, t0) }()
 				for b.Loop() {
 					ops++
-					d, err := w.k.Submit(w.ctx, ps[rng.IntN(len(ps))])
-					if err != nil || d.GetCapability() == nil {
-						b.Fatalf("%v %v", d, err)
-					}
+					decideOne(b, w, ps, rng)
 				}
 			})
+			r.beside = besideBase(b, w, ps, base, baseProposals)
 			rows = append(rows, r)
 		})
 	}
+}
+
+// scaleProposals are proposals on up to 256 of w's n tasks, spread over
+// the seeded range, each citing an evidence read of its own.
+func scaleProposals(w *world, n int) []authority.Proposal {
+	var ps []authority.Proposal
+	for i := range min(n, 256) {
+		task := scaleTask(i * n / min(n, 256))
+		env, _ := w.read(task)
+		ps = append(ps, proposal(task, refund(1740, subject), env))
+	}
+	return ps
+}
+
+// decideOne submits one of ps, drawn by rng, and fails unless it is
+// allowed with a capability.
+func decideOne(b *testing.B, w *world, ps []authority.Proposal, rng *rand.Rand) {
+	d, err := w.k.Submit(w.ctx, ps[rng.IntN(len(ps))])
+	if err != nil || d.GetCapability() == nil {
+		b.Fatalf("%v %v", d, err)
+	}
+}
+
+// besideBase times decisions on w and on base in alternate rounds, each
+// side first in every other round, and returns each round's ratio of w's
+// time to base's.
+func besideBase(b *testing.B, w *world, ps []authority.Proposal, base *world, baseProposals []authority.Proposal) []float64 {
+	const rounds, perRound, settle = 7, 1500, 300 * time.Millisecond
+	rng := rand.New(rand.NewPCG(3, 4))
+	timed := func(w *world, ps []authority.Proposal) time.Duration {
+		// What the round before left its store's background to do (moving
+		// capabilities, checkpointing the WAL) is done before this one,
+		// not timed in it.
+		time.Sleep(settle)
+		t0 := time.Now()
+		for range perRound {
+			decideOne(b, w, ps, rng)
+		}
+		return time.Since(t0)
+	}
+	ratios := make([]float64, 0, rounds)
+	for i := range rounds {
+		var at, atBase time.Duration
+		if i%2 == 0 {
+			atBase = timed(base, baseProposals)
+			at = timed(w, ps)
+		} else {
+			at = timed(w, ps)
+			atBase = timed(base, baseProposals)
+		}
+		ratios = append(ratios, float64(at)/float64(atBase))
+	}
+	return ratios
 }
 
 // scaleRow is one size's figures.
@@ -223,6 +286,9 @@ type scaleRow struct {
 	n                             int
 	startup, replay, bind, decide time.Duration
 	heapMB, replayMB              float64
+	// beside is the ratio of each round of decisions to its baseline's
+	// beside it (besideBase).
+	beside []float64
 }
 
 // printScale prints the scale figures, each size beside the smallest.
@@ -232,13 +298,29 @@ func printScale(rows []scaleRow) {
 	}
 	base := rows[0]
 	fmt.Printf("\nscale figures (in process, one run; ratios against %d tasks in the same run)\n", base.n)
-	fmt.Printf("%9s | %12s %9s | %12s %9s | %22s | %22s\n", "tasks", "start-up", "heap", "full replay", "heap", "bind one more task", "random-task decision")
+	fmt.Printf("%9s | %12s %9s | %12s %9s | %22s | %22s | %s\n", "tasks", "start-up", "heap", "full replay", "heap", "bind one more task", "random-task decision",
+		"decision ÷ 10 tasks beside it, each round (min / median)")
 	for _, r := range rows {
-		fmt.Printf("%9d | %12s %6.0f MB | %12s %6.0f MB | %10s %9.2fx | %10s %9.2fx\n", r.n, r.startup.Round(time.Microsecond), r.heapMB,
+		rounds := make([]string, len(r.beside))
+		for i, x := range r.beside {
+			rounds[i] = fmt.Sprintf("%.2f", x)
+		}
+		lo, mid := minMedian(r.beside)
+		fmt.Printf("%9d | %12s %6.0f MB | %12s %6.0f MB | %10s %9.2fx | %10s %9.2fx | %s (%.2fx / %.2fx)\n", r.n, r.startup.Round(time.Microsecond), r.heapMB,
 			r.replay.Round(time.Microsecond), r.replayMB,
 			r.bind.Round(time.Microsecond), float64(r.bind)/float64(base.bind),
-			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide))
+			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide),
+			strings.Join(rounds, " "), lo, mid)
 	}
+}
+
+// minMedian is the least and the median of xs (0 and 0 when empty).
+func minMedian(xs []float64) (lo, mid float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[0], s[len(s)/2]
 }
 
 // BenchmarkItemsAt lists every item of a ledger of 10,000 tasks as it
