@@ -77,7 +77,7 @@ attack: ## Run the attack harness against the four processes (every family, both
 	AMBIT_ATTACK=1 go test -count=1 -run '^TestAttack$$' -v -timeout 20m ./e2e/
 
 .PHONY: bench
-bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, where each process's CPU goes, and the kernel's system calls
+bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 tasks), networked and OPA benchmarks beside their baselines, where each process's CPU goes, the kernel's system calls, and what pacing its garbage collector saves
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
 	go test -run '^$$' -bench Bool -benchmem -count 1 ./sdk/expr/
 	go test -run '^$$' -bench 'Submit|ItemsAt' -benchmem -count 1 ./kernel/authority/
@@ -87,6 +87,7 @@ bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 t
 	AMBIT_BENCH=1 AMBIT_BENCH_ROUNDS=3 AMBIT_BENCH_OPA=$(TOOLS)/opa go test -run '^$$' -bench 'Networked' -count 1 -timeout 30m ./e2e/
 	@command -v strace >/dev/null || $(MAKE) --no-print-directory debian-packages DEBIAN_PACKAGES=strace
 	AMBIT_BENCH=1 go test -run '^$$' -bench 'KernelCPU' -count 1 -timeout 10m ./e2e/
+	AMBIT_BENCH=1 AMBIT_BENCH_ROUNDS=3 go test -run '^$$' -bench 'GCPacing' -count 1 -timeout 10m ./e2e/
 
 .PHONY: build
 build: ## Build the binaries, and the programs the examples run, into bin/

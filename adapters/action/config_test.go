@@ -108,7 +108,7 @@ func TestLoadConfig(t *testing.T) {
 	want := action.Config{
 		Config: service.Config{
 			Common: service.Common{Identity: "action", PKIDir: "pki", AddrFile: "action.addr", LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second),
-				Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+				Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: service.DefaultGCHeadroomMB},
 			Listen: "127.0.0.1:7201", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(time.Second),
 		},
 		KernelKey: "kernel", Database: "action.db", Durability: sqldb.DurabilityNormal, RecordSweepInterval: config.Duration(250 * time.Millisecond),
@@ -135,7 +135,7 @@ func TestLoadConfig(t *testing.T) {
 	wantMin := action.Config{
 		Config: service.Config{
 			Common: service.Common{Identity: "action", PKIDir: "p", ShutdownGrace: config.Duration(10 * time.Second),
-				HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+				HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: service.DefaultGCHeadroomMB},
 			Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
 		},
 		KernelKey: "kernel", Database: "d", Durability: sqldb.DurabilityFull, RecordSweepInterval: config.Duration(5 * time.Second),

@@ -67,7 +67,7 @@ sources:
 			Common: service.Common{
 				Identity: "evidence", PKIDir: "/tmp/pki", AddrFile: "/tmp/evidence.addr", LogLevel: "debug",
 				ShutdownGrace: config.Duration(5 * time.Second), Reflection: true,
-				HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff,
+				HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: service.DefaultGCHeadroomMB,
 			},
 			Listen: "127.0.0.1:7101", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(2 * time.Second),
 		},

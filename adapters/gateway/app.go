@@ -110,7 +110,9 @@ func Run(ctx context.Context, args []string, stdin io.ReadCloser, stdout io.Writ
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	p, err := service.Start(ctx, Name, pki.RoleAgent, cfg.Common, log.With(zap.String("service", Name), zap.String("identity", cfg.Identity)))
+	log = log.With(zap.String("service", Name), zap.String("identity", cfg.Identity))
+	defer service.PaceGC(cfg.Common, log)()
+	p, err := service.Start(ctx, Name, pki.RoleAgent, cfg.Common, log)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,14 @@ const (
 	DefaultKernelTimeout  = 3 * time.Second
 	DefaultShutdownGrace  = 10 * time.Second
 	DefaultHealthInterval = 5 * time.Second
+	// DefaultGCHeadroomMB is how far the heap may grow between garbage
+	// collections, at least ([Common].GCHeadroomMB).
+	DefaultGCHeadroomMB = 64
 )
+
+// maxGCHeadroomMB bounds gc_headroom_mb at 64 GB: a larger value is a
+// typo, not a plan.
+const maxGCHeadroomMB = 64 << 10
 
 // Tracing exporters ([Common].Tracing).
 const (
@@ -64,6 +71,13 @@ type Common struct {
 	Tracing string `json:"tracing"`
 	// TracingFile is the file spans are appended to when tracing is file.
 	TracingFile string `json:"tracing_file"`
+	// GCHeadroomMB is how many megabytes the heap may grow past what the
+	// last garbage collection left live before the next, at least: a
+	// process that keeps little then collects once per this much
+	// allocated rather than many times a second (package gcpace). Once
+	// the live heap is larger, Go's default pacing applies. A GOGC
+	// variable in the environment turns this off: Go's own setting wins.
+	GCHeadroomMB int `json:"gc_headroom_mb"`
 }
 
 // ApplyDefaults fills unset keys with their defaults; identity is the
@@ -80,6 +94,9 @@ func (c *Common) ApplyDefaults(identity string) {
 	}
 	if c.Tracing == "" {
 		c.Tracing = TracingOff
+	}
+	if c.GCHeadroomMB == 0 {
+		c.GCHeadroomMB = DefaultGCHeadroomMB
 	}
 }
 
@@ -105,6 +122,9 @@ func (c *Common) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("tracing %q: want off, stdout or file", c.Tracing))
+	}
+	if c.GCHeadroomMB < 0 || c.GCHeadroomMB > maxGCHeadroomMB {
+		errs = append(errs, fmt.Errorf("gc_headroom_mb %d: want 1 to %d megabytes (set GOGC in the environment for Go's own pacing)", c.GCHeadroomMB, maxGCHeadroomMB))
 	}
 	return errors.Join(errs...)
 }

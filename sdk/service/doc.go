@@ -8,13 +8,15 @@
 //
 //   - [Common] holds the configuration keys every process has (identity,
 //     pki_dir, addr_file, log_level, shutdown_grace, reflection, metrics,
-//     health_listen, health_interval, tracing, tracing_file); [Config] adds
-//     a sidecar's (listen, kernel, kernel_server_name, kernel_timeout).
+//     health_listen, health_interval, tracing, tracing_file,
+//     gc_headroom_mb); [Config] adds a sidecar's (listen, kernel,
+//     kernel_server_name, kernel_timeout).
 //     A process's configuration embeds one of them inline and is a [File];
 //     every key can be overridden by an AMBIT_<KEY> environment variable.
 //   - [Main] is a process's program up to its own wiring: flags
 //     ([ParseFlags]: --config, --addr-file, --listen, --version, --help),
-//     configuration ([Load]), logger, and [Start], which returns a
+//     configuration ([Load]), logger, the collector's pacing ([PaceGC]:
+//     gc_headroom_mb, unless GOGC is set), and [Start], which returns a
 //     [Process]: its identity (whose certificate must carry the process's
 //     role and is reloaded when it changes on disk), receipt signer,
 //     Prometheus registry and tracing. [Process.NewServer] builds a server

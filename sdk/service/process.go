@@ -20,6 +20,7 @@ import (
 
 	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/envelope"
+	"github.com/ambitkernel/ambit/sdk/gcpace"
 	"github.com/ambitkernel/ambit/sdk/ident"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
@@ -90,13 +91,28 @@ func Main(ctx context.Context, prog Program, args []string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	p, err := Start(ctx, prog.Name, prog.Role, *base, log.With(zap.String("service", prog.Name), zap.String("identity", base.Identity)))
+	log = log.With(zap.String("service", prog.Name), zap.String("identity", base.Identity))
+	defer PaceGC(*base, log)()
+	p, err := Start(ctx, prog.Name, prog.Role, *base, log)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = p.Close() }()
 	p.failpoints = failpoints
 	return prog.Run(ctx, p)
+}
+
+// PaceGC paces the process's garbage collector by cfg's gc_headroom_mb
+// (gcpace.Keep) unless the environment sets GOGC, and returns what undoes
+// it. A process's program calls it once, before [Start]: the pacing is
+// the process's, not a Process's.
+func PaceGC(cfg Common, log *zap.Logger) (stop func()) {
+	if gogc, set := os.LookupEnv("GOGC"); set {
+		log.Info("garbage collector paced by GOGC", zap.String("gogc", gogc))
+		return func() {}
+	}
+	log.Info("garbage collector paced", zap.Int("headroom_mb", cfg.GCHeadroomMB))
+	return gcpace.Keep(uint64(cfg.GCHeadroomMB) << 20)
 }
 
 // Process is a started Ambit process: what every process needs before it

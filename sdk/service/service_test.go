@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +85,7 @@ kernel_timeout: 1s
 log_level: warn
 shutdown_grace: 2s
 reflection: true
+gc_headroom_mb: 32
 database: d.db
 `), nil, &got)
 	if err != nil {
@@ -90,7 +93,7 @@ database: d.db
 	}
 	want := appConfig{Config: service.Config{
 		Common: service.Common{Identity: "x", PKIDir: "pki", AddrFile: "x.addr", LogLevel: "warn", ShutdownGrace: config.Duration(2 * time.Second),
-			Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: 32},
 		Listen: "127.0.0.1:7201", Kernel: "127.0.0.1:7001", KernelTimeout: config.Duration(time.Second),
 	}, Database: "d.db"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -103,7 +106,7 @@ database: d.db
 	}
 	wantMin := appConfig{Config: service.Config{
 		Common: service.Common{Identity: "app", PKIDir: "p", ShutdownGrace: config.Duration(service.DefaultShutdownGrace),
-			HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: service.DefaultGCHeadroomMB},
 		Listen: service.DefaultListen, Kernel: "k", KernelTimeout: config.Duration(service.DefaultKernelTimeout),
 	}, Database: "d"}
 	if diff := cmp.Diff(wantMin, minimal); diff != "" {
@@ -125,6 +128,8 @@ database: d.db
 		"tracing file missing":    {"pki_dir: p\nkernel: k\ndatabase: d\ntracing: file\n", []string{"tracing_file is required"}},
 		"tracing unknown":         {"pki_dir: p\nkernel: k\ndatabase: d\ntracing: jaeger\n", []string{`tracing "jaeger"`}},
 		"log level unknown":       {"pki_dir: p\nkernel: k\ndatabase: d\nlog_level: loud\n", []string{`log_level "loud"`}},
+		"negative gc headroom":    {"pki_dir: p\nkernel: k\ndatabase: d\ngc_headroom_mb: -1\n", []string{"gc_headroom_mb -1: want 1 to 65536 megabytes"}},
+		"gc headroom too large":   {"pki_dir: p\nkernel: k\ndatabase: d\ngc_headroom_mb: 100000\n", []string{"gc_headroom_mb 100000"}},
 		"duplicate key":           {"pki_dir: p\nkernel: k\ndatabase: d\nkernel: \"*\"\n", []string{"line 4: kernel: duplicate key (first at line 2)"}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -139,6 +144,38 @@ database: d.db
 				}
 			}
 		})
+	}
+}
+
+// TestPaceGC: the process's collector is paced by gc_headroom_mb, and
+// left to Go when the environment sets GOGC.
+func TestPaceGC(t *testing.T) {
+	percent := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "") // restored after the test
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	stop := service.PaceGC(service.Common{GCHeadroomMB: 64}, zap.NewNop())
+	// This test's heap is far smaller than 64 MB.
+	if p := percent(); p <= 100 {
+		t.Errorf("GC percentage %d while paced by 64 MB, want above 100", p)
+	}
+	stop()
+	if p := percent(); p != 100 {
+		t.Errorf("GC percentage %d after stop, want 100 again", p)
+	}
+
+	t.Setenv("GOGC", "100")
+	stop = service.PaceGC(service.Common{GCHeadroomMB: 64}, zap.NewNop())
+	defer stop()
+	if p := percent(); p != 100 {
+		t.Errorf("GC percentage %d with GOGC set, want it left at 100", p)
 	}
 }
 

@@ -137,7 +137,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	want := verify.Config{
 		Config: service.Config{
-			Common: service.Common{Identity: "verifier", PKIDir: "p", ShutdownGrace: config.Duration(10 * time.Second), Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff},
+			Common: service.Common{Identity: "verifier", PKIDir: "p", ShutdownGrace: config.Duration(10 * time.Second), Reflection: true, HealthInterval: config.Duration(service.DefaultHealthInterval), Tracing: service.TracingOff, GCHeadroomMB: service.DefaultGCHeadroomMB},
 			Listen: "127.0.0.1:0", Kernel: "k", KernelTimeout: config.Duration(3 * time.Second),
 		},
 		KernelKey: "kernel", ActionKey: "action", ReadTimeout: config.Duration(5 * time.Second),

@@ -1,0 +1,127 @@
+package gcpace_test
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/sdk/gcpace"
+)
+
+const mb = 1 << 20
+
+func TestPercent(t *testing.T) {
+	for _, c := range []struct {
+		base, headroom uint64
+		want           int
+	}{
+		{base: 16 * mb, headroom: 64 * mb, want: 400},
+		{base: 32 * mb, headroom: 64 * mb, want: 200},
+		{base: 64 * mb, headroom: 64 * mb, want: 100},
+		{base: 1024 * mb, headroom: 64 * mb, want: 100},
+		{base: 16 * mb, headroom: 0, want: 100},
+		// Below Go's 4 MB heap minimum, which the percentage also scales.
+		{base: 3 * mb, headroom: 64 * mb, want: 1600},
+		{base: 0, headroom: 64 * mb, want: 1600},
+		{base: 1, headroom: 1 << 62, want: 1 << 30},
+	} {
+		if got := gcpace.Percent(c.base, c.headroom); got != c.want {
+			t.Errorf("Percent(%d, %d) = %d, want %d", c.base, c.headroom, got, c.want)
+		}
+	}
+}
+
+func read(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func percent() uint64 { return read("/gc/gogc:percent") }
+
+// sink keeps what collections allocates on the heap; held is a large
+// live heap.
+var sink, held []byte
+
+// collections is how many times the collector ran while n bytes of
+// garbage were allocated, 4 KB at a time, beside a small live heap.
+func collections(n int) uint64 {
+	runtime.GC()
+	before := read("/gc/cycles/total:gc-cycles")
+	for range n / 4096 {
+		sink = make([]byte, 4096)
+	}
+	return read("/gc/cycles/total:gc-cycles") - before
+}
+
+// withPercent runs the test at Go's default percentage, whatever GOGC the
+// environment sets, and restores the process's afterwards.
+func withPercent(t *testing.T, p int) {
+	prev := debug.SetGCPercent(p)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+}
+
+// collectUntil collects until the percentage satisfies ok, for up to 5
+// s: it is set after a collection, by a cleanup that runs on its own
+// goroutine, so the collection that finds what changed may come before
+// the cleanup that sets the percentage for it.
+func collectUntil(t *testing.T, what string, ok func(uint64) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		if p := percent(); ok(p) {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("GC percentage %d after 5 s, want %s (live heap %d bytes)", p, what, read("/gc/heap/live:bytes"))
+		}
+	}
+}
+
+func TestKeepCollectsOncePerHeadroom(t *testing.T) {
+	withPercent(t, 100)
+	const garbage = 256 * mb
+	alone := collections(garbage)
+
+	stop := gcpace.Keep(64 * mb)
+	defer stop()
+	paced := collections(garbage)
+	// About one collection per 64 MB allocated, against one per few MB.
+	if paced < garbage/(64*mb)-1 || paced > garbage/(64*mb)+2 || alone < 4*paced {
+		t.Errorf("%d collections paced, %d at GOGC=100, allocating %d MB beside a small live heap", paced, alone, garbage/mb)
+	}
+}
+
+func TestKeepPacesALargeHeapAsGoDoes(t *testing.T) {
+	withPercent(t, 100)
+	stop := gcpace.Keep(64 * mb)
+	defer stop()
+	collectUntil(t, "above 100 for a small live heap", func(p uint64) bool { return p > 100 })
+
+	held = make([]byte, 128*mb)
+	collectUntil(t, "100 for a live heap larger than the headroom", func(p uint64) bool { return p == 100 })
+
+	held = nil
+	collectUntil(t, "above 100 again once the large heap is garbage", func(p uint64) bool { return p > 100 })
+}
+
+func TestStopRestoresThePercentage(t *testing.T) {
+	withPercent(t, 150)
+	stop := gcpace.Keep(64 * mb)
+	if p := percent(); p == 150 {
+		t.Fatalf("GC percentage %d: Keep did not set it", p)
+	}
+	stop()
+	stop() // a second stop changes nothing
+	if p := percent(); p != 150 {
+		t.Fatalf("GC percentage %d after stop, want the 150 before Keep", p)
+	}
+	// Nor does a collection after it.
+	runtime.GC()
+	time.Sleep(50 * time.Millisecond)
+	if p := percent(); p != 150 {
+		t.Fatalf("GC percentage %d after a collection after stop, want 150", p)
+	}
+}
