@@ -36,10 +36,25 @@ type Tool struct {
 	properties   []string
 	Destinations []Destination
 	Constraints  []Constraint
-	// ReadsUsage is whether a destination or constraint reads the task's
-	// usage: when none does, usage changes no more of a decision's facts
-	// than its counts.
-	ReadsUsage bool
+	// Reads is what the destinations and constraints read of each tool
+	// variable they read at all (args, record, task, usage): a decision
+	// gives them those variables alone, each with only the keys read.
+	Reads map[string]Read
+}
+
+// Read is what a tool's expressions read of one variable: the keys they
+// name, or the whole of it.
+type Read struct {
+	Whole bool
+	Keys  []string
+}
+
+// ReadsUsage is whether a destination or constraint reads the task's
+// usage: when none does, usage changes no more of a decision's facts than
+// its counts.
+func (t *Tool) ReadsUsage() bool {
+	_, ok := t.Reads["usage"]
+	return ok
 }
 
 // Destination is a compiled destination class.
@@ -186,13 +201,35 @@ func compileTool(f string, g *contractv1.ToolGrant, c *contractv1.Contract) (*To
 		}
 		t.Constraints = append(t.Constraints, Constraint{Code: k.GetCode(), Message: k.GetMessage(), Expr: p})
 	}
-	reads := func(p *expr.Program) bool {
-		keys, whole := p.Reads("usage")
-		return whole || len(keys) > 0
-	}
-	t.ReadsUsage = slices.ContainsFunc(t.Destinations, func(d Destination) bool { return reads(d.When) }) ||
-		slices.ContainsFunc(t.Constraints, func(k Constraint) bool { return reads(k.Expr) })
+	t.Reads = toolReads(t)
 	return t, nil
+}
+
+// toolReads is what t's destinations and constraints read of each tool
+// variable.
+func toolReads(t *Tool) map[string]Read {
+	var programs []*expr.Program
+	for _, d := range t.Destinations {
+		programs = append(programs, d.When)
+	}
+	for _, k := range t.Constraints {
+		programs = append(programs, k.Expr)
+	}
+	out := map[string]Read{}
+	for _, v := range expr.Tool.Maps {
+		var r Read
+		for _, p := range programs {
+			keys, whole := p.Reads(v)
+			r.Whole = r.Whole || whole
+			r.Keys = append(r.Keys, keys...)
+		}
+		if r.Whole || len(r.Keys) > 0 {
+			slices.Sort(r.Keys)
+			r.Keys = slices.Compact(r.Keys)
+			out[v] = r
+		}
+	}
+	return out
 }
 
 // compileSchema compiles a tool's argument schema as JSON Schema 2020-12

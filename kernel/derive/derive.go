@@ -110,7 +110,6 @@ func Facts(in *Input) evaluate.Facts {
 	var state *receiptv1.EvidenceReceipt
 	subject := c.Proto.GetBinding().GetSubject()
 	foreign := false
-	record := map[string]any{}
 	for _, r := range in.Evidence {
 		rec := r.GetSource() + "/" + r.GetRecordKey()
 		quarantined := len(r.GetQuarantined()) > 0 && len(r.GetQuarantined()) == len(r.GetFields())
@@ -136,18 +135,7 @@ func Facts(in *Input) evaluate.Facts {
 			f.Subject, foreign = r.GetSubject(), true
 		}
 	}
-	// The record's values, for expressions: the non-quarantined fields of
-	// every read of the call's record, a later read winning.
-	for _, r := range sortedByReadAt(in.Evidence) {
-		if plan.Record == "" || r.GetSource()+"/"+r.GetRecordKey() != plan.Record {
-			continue
-		}
-		for k, v := range r.GetValues().GetFields() {
-			if !slices.Contains(r.GetQuarantined(), k) {
-				record[k] = v.AsInterface()
-			}
-		}
-	}
+	record := recordValues(in)
 	switch {
 	case state != nil:
 		if !foreign {
@@ -168,6 +156,32 @@ func Facts(in *Input) evaluate.Facts {
 	return f
 }
 
+// recordValues are the record's values the call's tool reads in an
+// expression: the non-quarantined fields of every read of the call's
+// record, a later read winning. nil when the tool reads none.
+func recordValues(in *Input) map[string]any {
+	plan := in.Plan
+	if plan.Tool == nil || plan.Record == "" {
+		return nil
+	}
+	read, ok := plan.Tool.Reads["record"]
+	if !ok {
+		return nil
+	}
+	record := map[string]any{}
+	for _, r := range sortedByReadAt(in.Evidence) {
+		if r.GetSource()+"/"+r.GetRecordKey() != plan.Record {
+			continue
+		}
+		for k, v := range r.GetValues().GetFields() {
+			if (read.Whole || slices.Contains(read.Keys, k)) && !slices.Contains(r.GetQuarantined(), k) {
+				record[k] = v.AsInterface()
+			}
+		}
+	}
+	return record
+}
+
 // usageFacts sets the facts counted from the task's usage.
 func usageFacts(f *evaluate.Facts, u Usage) {
 	f.ActionCount = u.Count + 1
@@ -181,7 +195,7 @@ func usageFacts(f *evaluate.Facts, u Usage) {
 // f was derived from, without deriving them again: ok is false when the
 // call's tool reads usage in an expression, and only Facts can.
 func WithUsage(f evaluate.Facts, plan Plan, u Usage) (_ evaluate.Facts, ok bool) {
-	if plan.Tool != nil && plan.Tool.ReadsUsage {
+	if plan.Tool != nil && plan.Tool.ReadsUsage() {
 		return f, false
 	}
 	usageFacts(&f, u)
@@ -204,23 +218,30 @@ func Call(f *evaluate.Facts, plan Plan, call *toolcall.Call, record map[string]a
 		return
 	}
 	f.Irreversible = plan.Tool.Grant.GetIrreversible()
-	if record == nil {
-		record = map[string]any{}
+	// Only what the expressions read: a variable they do not read reads as
+	// empty, and a key they do not name is never looked up.
+	reads := plan.Tool.Reads
+	vars := make(expr.Vars, len(reads))
+	if r, ok := reads["args"]; ok {
+		vars["args"] = nativeArgs(call.Args, r)
 	}
-	vars := expr.Vars{
-		"args":   toolcall.Native(call.Args).(map[string]any),
-		"record": record,
-		"task": map[string]any{
+	if _, ok := reads["record"]; ok && record != nil {
+		vars["record"] = record
+	}
+	if _, ok := reads["task"]; ok {
+		vars["task"] = map[string]any{
 			"task_id":    task.ID,
 			"subject":    task.Subject,
 			"purpose":    task.Purpose,
 			"record_key": recordKey(plan.Record),
-		},
-		"usage": map[string]any{
+		}
+	}
+	if _, ok := reads["usage"]; ok {
+		vars["usage"] = map[string]any{
 			"count":        int64(usage.Count),
 			"amount_minor": usage.Minor,
 			"currency":     plan.Amount.Currency,
-		},
+		}
 	}
 	unresolved := false
 	for _, d := range plan.Tool.Destinations {
@@ -245,6 +266,21 @@ func Call(f *evaluate.Facts, plan Plan, call *toolcall.Call, record map[string]a
 			f.Violations = append(f.Violations, evaluate.Violation{Code: k.Code, Message: k.Message})
 		}
 	}
+}
+
+// nativeArgs are the arguments r reads, as expressions take them
+// (toolcall.Native).
+func nativeArgs(args map[string]any, r contract.Read) map[string]any {
+	if r.Whole {
+		return toolcall.Native(args).(map[string]any)
+	}
+	out := make(map[string]any, len(r.Keys))
+	for _, k := range r.Keys {
+		if v, ok := args[k]; ok {
+			out[k] = toolcall.Native(v)
+		}
+	}
+	return out
 }
 
 // age is how old a read is in whole seconds, rounded up: evidence one

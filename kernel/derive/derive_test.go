@@ -11,6 +11,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/evaluate"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
+	"github.com/ambitkernel/ambit/sdk/expr"
 	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -161,7 +162,7 @@ func TestWithUsage(t *testing.T) {
 			again.Usage = u
 			want := derive.Facts(&again)
 			if !ok {
-				if in.Plan.Tool == nil || !in.Plan.Tool.ReadsUsage {
+				if in.Plan.Tool == nil || !in.Plan.Tool.ReadsUsage() {
 					t.Errorf("%s: WithUsage refused a tool that reads no usage", c.Name)
 				}
 				continue
@@ -170,7 +171,7 @@ func TestWithUsage(t *testing.T) {
 				t.Errorf("%s, usage %+v (-derived again +WithUsage):\n%s", c.Name, u, diff)
 			}
 		}
-		if in.Plan.Tool != nil && in.Plan.Tool.ReadsUsage {
+		if in.Plan.Tool != nil && in.Plan.Tool.ReadsUsage() {
 			reading++
 			if _, ok := derive.WithUsage(facts, in.Plan, derive.Usage{Count: 1}); ok {
 				t.Errorf("%s: WithUsage answered for a tool that reads usage", c.Name)
@@ -179,6 +180,36 @@ func TestWithUsage(t *testing.T) {
 	}
 	if reading == 0 {
 		t.Error("no corpus case has a tool that reads usage")
+	}
+}
+
+// TestOnlyWhatIsRead: a tool's expressions, given only the variables
+// and keys they read, derive in every corpus case what they derive given
+// every variable whole.
+func TestOnlyWhatIsRead(t *testing.T) {
+	picked := 0
+	for _, c := range corpus(t) {
+		in := input(t, c)
+		if in.Plan.Tool == nil {
+			continue
+		}
+		got := derive.Facts(in)
+		whole := *in.Plan.Tool
+		whole.Reads = map[string]contract.Read{}
+		for _, v := range expr.Tool.Maps {
+			whole.Reads[v] = contract.Read{Whole: true}
+		}
+		all := *in
+		all.Plan.Tool = &whole
+		if diff := cmp.Diff(derive.Facts(&all), got); diff != "" {
+			t.Errorf("%s (-every variable whole +only what is read):\n%s", c.Name, diff)
+		}
+		if len(in.Plan.Tool.Reads) < len(expr.Tool.Maps) {
+			picked++
+		}
+	}
+	if picked == 0 {
+		t.Error("no corpus case has a tool that reads less than every variable whole")
 	}
 }
 
