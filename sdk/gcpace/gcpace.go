@@ -5,29 +5,52 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
 )
 
-// baseMetrics are what Go's GC percentage is a percentage of: the heap
-// the last collection marked live, and the goroutine stacks and globals
-// it scanned. The heap may grow by that much times the percentage before
-// the next collection.
-var baseMetrics = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
+// Interval is how often, at most, a process that allocates fast enough
+// collects, as long as the heap need not grow by more than the headroom
+// between collections for that.
+const Interval = 500 * time.Millisecond
+
+// The metrics Keep reads after every collection: what Go's percentage is
+// a percentage of (the heap the last collection marked live, and the
+// goroutine stacks and globals it scanned), then the bytes allocated
+// since the process started.
+var (
+	baseMetrics  = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
+	allocsMetric = "/gc/heap/allocs:bytes"
+)
 
 // heapMinimum is the least base the runtime applies its percentage to:
 // a heap smaller than 4 MB (times the percentage over 100) is not
 // collected.
 const heapMinimum = 4 << 20
 
+// Growth is how far the heap may grow before the next collection for a
+// process that allocated allocated bytes in elapsed: what it allocates in
+// [Interval] at that rate, at most headroom.
+func Growth(allocated uint64, elapsed time.Duration, headroom uint64) uint64 {
+	if elapsed <= 0 {
+		return headroom
+	}
+	g := float64(allocated) * float64(Interval) / float64(elapsed)
+	if g >= float64(headroom) {
+		return headroom
+	}
+	return uint64(g)
+}
+
 // Percent is the GOGC percentage that lets the heap grow by
-// max(headroom, base) before the next collection, where base is the live
+// max(growth, base) before the next collection, where base is the live
 // heap, stacks and globals the percentage applies to: never below Go's
 // default of 100.
-func Percent(base, headroom uint64) int {
+func Percent(base, growth uint64) int {
 	const least = 100
 	// Beyond this the percentage would not fit the runtime's int32; the
-	// headroom it stands for is never that large.
+	// growth it stands for is never that large.
 	const most = 1 << 30
-	p := float64(headroom) * 100 / float64(max(base, heapMinimum))
+	p := float64(growth) * 100 / float64(max(base, heapMinimum))
 	if p >= most {
 		return most
 	}
@@ -46,27 +69,34 @@ type sentinel struct {
 // pacer sets the GC percentage after every collection.
 type pacer struct {
 	headroom uint64
-	sample   []metrics.Sample
-
+	// sample holds baseMetrics, then allocsMetric.
+	sample []metrics.Sample
 	// before is the percentage the process had before Keep.
 	before int
 
 	mu      sync.Mutex
 	stopped bool
+	// at and allocated are when pace last ran and the bytes allocated by
+	// then.
+	at        time.Time
+	allocated uint64
 }
 
-// Keep has the collector let the heap grow by at least headroom bytes
-// past what the last collection left live, and by as much as Go's
-// default would when that is more: after every collection it sets the
-// GC percentage from what that collection left ([Percent]). stop restores
-// the percentage the process had. Run one at a time: the percentage is
-// the process's.
+// Keep has the collector let the heap grow, past what the last
+// collection left live, by what the process allocates in [Interval] at
+// the pace it allocated since the collection before, up to headroom
+// bytes, and by as much as Go's default would when that is more: after
+// every collection it sets the GC percentage from what that collection
+// left ([Growth], [Percent]). Until the first collection, Go's default
+// applies. stop restores the percentage the process had. Run one at a
+// time: the percentage is the process's.
 func Keep(headroom uint64) (stop func()) {
-	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics))}
-	for i, name := range baseMetrics {
+	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics)+1)}
+	for i, name := range append(baseMetrics, allocsMetric) {
 		p.sample[i].Name = name
 	}
-	p.before = p.pace()
+	p.before = debug.SetGCPercent(100)
+	p.read()
 	p.arm()
 	return p.stop
 }
@@ -88,17 +118,32 @@ func (p *pacer) collected() {
 	p.pace()
 }
 
-// pace sets the percentage from what the last collection left and
-// returns the one it replaced. The caller holds p.mu, or is Keep.
-func (p *pacer) pace() (was int) {
+// read reads the metrics, and returns the base Go's percentage applies
+// to and the bytes allocated since the last read, in elapsed. The caller
+// holds p.mu, or is Keep.
+func (p *pacer) read() (base, allocated uint64, elapsed time.Duration) {
 	metrics.Read(p.sample)
-	var base uint64
-	for _, s := range p.sample {
-		if s.Value.Kind() == metrics.KindUint64 {
-			base += s.Value.Uint64()
+	value := func(s metrics.Sample) uint64 {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return 0
 		}
+		return s.Value.Uint64()
 	}
-	return debug.SetGCPercent(Percent(base, p.headroom))
+	for _, s := range p.sample[:len(baseMetrics)] {
+		base += value(s)
+	}
+	now, total := time.Now(), value(p.sample[len(baseMetrics)])
+	allocated, elapsed = total-min(p.allocated, total), now.Sub(p.at)
+	p.at, p.allocated = now, total
+	return base, allocated, elapsed
+}
+
+// pace sets the percentage from what the last collection left and how
+// fast the process allocated since the one before. The caller holds
+// p.mu.
+func (p *pacer) pace() {
+	base, allocated, elapsed := p.read()
+	debug.SetGCPercent(Percent(base, Growth(allocated, elapsed, p.headroom)))
 }
 
 func (p *pacer) stop() {

@@ -46,13 +46,12 @@ func percent() uint64 { return read("/gc/gogc:percent") }
 var sink, held []byte
 
 // collections is how many times the collector ran while n bytes of
-// garbage were allocated, 4 KB at a time, beside a small live heap.
+// garbage were allocated, as fast as they can be, beside a small live
+// heap.
 func collections(n int) uint64 {
 	runtime.GC()
 	before := read("/gc/cycles/total:gc-cycles")
-	for range n / 4096 {
-		sink = make([]byte, 4096)
-	}
+	churn(n)
 	return read("/gc/cycles/total:gc-cycles") - before
 }
 
@@ -63,19 +62,46 @@ func withPercent(t *testing.T, p int) {
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 }
 
-// collectUntil collects until the percentage satisfies ok, for up to 5
-// s: it is set after a collection, by a cleanup that runs on its own
-// goroutine, so the collection that finds what changed may come before
-// the cleanup that sets the percentage for it.
-func collectUntil(t *testing.T, what string, ok func(uint64) bool) {
+// churn allocates n bytes of garbage, 4 KB at a time, as fast as it can.
+func churn(n int) {
+	for range n / 4096 {
+		sink = make([]byte, 4096)
+	}
+}
+
+// collectUntil allocates garbage bytes and collects, until the
+// percentage satisfies ok, for up to 5 s: it is set after a collection,
+// by a cleanup that runs on its own goroutine, so the collection that
+// finds what changed may come before the cleanup that sets the
+// percentage for it.
+func collectUntil(t *testing.T, garbage int, what string, ok func(uint64) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; {
+		churn(garbage)
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 		if p := percent(); ok(p) {
 			return
 		} else if time.Now().After(deadline) {
 			t.Fatalf("GC percentage %d after 5 s, want %s (live heap %d bytes)", p, what, read("/gc/heap/live:bytes"))
+		}
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	for _, c := range []struct {
+		allocated uint64
+		elapsed   time.Duration
+		want      uint64
+	}{
+		{allocated: 10 * mb, elapsed: 100 * time.Millisecond, want: 50 * mb},
+		{allocated: 10 * mb, elapsed: time.Second, want: 5 * mb},
+		{allocated: 100 * mb, elapsed: 100 * time.Millisecond, want: 64 * mb}, // the headroom
+		{allocated: 0, elapsed: time.Second, want: 0},
+		{allocated: mb, elapsed: 0, want: 64 * mb},
+	} {
+		if got := gcpace.Growth(c.allocated, c.elapsed, 64*mb); got != c.want {
+			t.Errorf("Growth(%d, %s, 64 MB) = %d, want %d", c.allocated, c.elapsed, got, c.want)
 		}
 	}
 }
@@ -88,8 +114,9 @@ func TestKeepCollectsOncePerHeadroom(t *testing.T) {
 	stop := gcpace.Keep(64 * mb)
 	defer stop()
 	paced := collections(garbage)
-	// About one collection per 64 MB allocated, against one per few MB.
-	if paced < garbage/(64*mb)-1 || paced > garbage/(64*mb)+2 || alone < 4*paced {
+	// About one collection per 64 MB allocated once the pace is known,
+	// against one per few MB.
+	if paced < garbage/(64*mb)-1 || paced > garbage/(64*mb)+3 || alone < 4*paced {
 		t.Errorf("%d collections paced, %d at GOGC=100, allocating %d MB beside a small live heap", paced, alone, garbage/mb)
 	}
 }
@@ -98,13 +125,31 @@ func TestKeepPacesALargeHeapAsGoDoes(t *testing.T) {
 	withPercent(t, 100)
 	stop := gcpace.Keep(64 * mb)
 	defer stop()
-	collectUntil(t, "above 100 for a small live heap", func(p uint64) bool { return p > 100 })
+	collectUntil(t, 32*mb, "above 100 for a small live heap", func(p uint64) bool { return p > 100 })
 
 	held = make([]byte, 128*mb)
-	collectUntil(t, "100 for a live heap larger than the headroom", func(p uint64) bool { return p == 100 })
+	collectUntil(t, 32*mb, "100 for a live heap larger than the headroom", func(p uint64) bool { return p == 100 })
 
 	held = nil
-	collectUntil(t, "above 100 again once the large heap is garbage", func(p uint64) bool { return p > 100 })
+	collectUntil(t, 32*mb, "above 100 again once the large heap is garbage", func(p uint64) bool { return p > 100 })
+}
+
+// TestKeepLeavesSlowAllocationToGo: a process that allocates little per
+// interval is paced as Go paces it, however small its heap.
+func TestKeepLeavesSlowAllocationToGo(t *testing.T) {
+	withPercent(t, 100)
+	stop := gcpace.Keep(64 * mb)
+	defer stop()
+	collectUntil(t, 32*mb, "above 100 while allocating fast", func(p uint64) bool { return p > 100 })
+	for deadline := time.Now().Add(5 * time.Second); percent() != 100; {
+		// A few KB in 50 ms: far less than a collection's worth.
+		churn(16 << 10)
+		time.Sleep(50 * time.Millisecond)
+		runtime.GC()
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percentage %d after 5 s of slow allocation, want 100", percent())
+		}
+	}
 }
 
 func TestStopRestoresThePercentage(t *testing.T) {

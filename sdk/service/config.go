@@ -71,12 +71,13 @@ type Common struct {
 	Tracing string `json:"tracing"`
 	// TracingFile is the file spans are appended to when tracing is file.
 	TracingFile string `json:"tracing_file"`
-	// GCHeadroomMB is how many megabytes the heap may grow past what the
-	// last garbage collection left live before the next, at least: a
-	// process that keeps little then collects once per this much
-	// allocated rather than many times a second (package gcpace). Once
-	// the live heap is larger, Go's default pacing applies. A GOGC
-	// variable in the environment turns this off: Go's own setting wins.
+	// GCHeadroomMB bounds how many megabytes the heap may grow past what
+	// the last garbage collection left live before the next: a process
+	// that allocates fast and keeps little may grow by what it allocates
+	// in half a second, up to this, and so collects about twice a second
+	// rather than many times (package gcpace). A process that allocates
+	// slowly, or keeps more, is paced as Go paces it. A GOGC variable in
+	// the environment turns this off: Go's own setting wins.
 	GCHeadroomMB int `json:"gc_headroom_mb"`
 }
 
