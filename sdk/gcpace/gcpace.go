@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 )
@@ -76,8 +77,8 @@ type pacer struct {
 
 	mu      sync.Mutex
 	stopped bool
-	// at and allocated are when pace last ran and the bytes allocated by
-	// then.
+	// at and allocated are when the metrics were last read and the bytes
+	// allocated by then.
 	at        time.Time
 	allocated uint64
 }
@@ -92,7 +93,7 @@ type pacer struct {
 // time: the percentage is the process's.
 func Keep(headroom uint64) (stop func()) {
 	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics)+1)}
-	for i, name := range append(baseMetrics, allocsMetric) {
+	for i, name := range append(slices.Clip(baseMetrics), allocsMetric) {
 		p.sample[i].Name = name
 	}
 	p.before = debug.SetGCPercent(100)
