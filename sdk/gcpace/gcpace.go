@@ -75,12 +75,16 @@ type pacer struct {
 	// before is the percentage the process had before Keep.
 	before int
 
+	// done ends watch.
+	done chan struct{}
+
 	mu      sync.Mutex
 	stopped bool
 	// at and allocated are when the metrics were last read and the bytes
-	// allocated by then.
+	// allocated by then; percent is the percentage last set.
 	at        time.Time
 	allocated uint64
+	percent   int
 }
 
 // Keep has the collector let the heap grow, past what the last
@@ -89,17 +93,55 @@ type pacer struct {
 // bytes, and by as much as Go's default would when that is more: after
 // every collection it sets the GC percentage from what that collection
 // left ([Growth], [Percent]). Until the first collection, Go's default
-// applies. stop restores the percentage the process had. Run one at a
-// time: the percentage is the process's.
+// applies. Between collections, every [Interval], it lowers the
+// percentage if the process now allocates more slowly, so that a burst
+// (a start, a busy minute) does not leave an idle process to grow its
+// heap as far as the burst did. stop restores the percentage the process
+// had. Run one at a time: the percentage is the process's.
 func Keep(headroom uint64) (stop func()) {
-	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics)+1)}
+	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics)+1), done: make(chan struct{}), percent: 100}
 	for i, name := range append(slices.Clip(baseMetrics), allocsMetric) {
 		p.sample[i].Name = name
 	}
 	p.before = debug.SetGCPercent(100)
 	p.read()
 	p.arm()
+	go p.watch()
 	return p.stop
+}
+
+// watch eases the percentage every Interval until stop.
+func (p *pacer) watch() {
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+			p.mu.Lock()
+			if !p.stopped {
+				p.ease()
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// ease lowers the percentage to what the pace since the last read asks
+// for, if that is lower: only a collection raises it. The caller holds
+// p.mu.
+func (p *pacer) ease() {
+	base, allocated, elapsed := p.read()
+	if want := Percent(base, Growth(allocated, elapsed, p.headroom)); want < p.percent {
+		p.set(want)
+	}
+}
+
+// set sets the percentage. The caller holds p.mu.
+func (p *pacer) set(percent int) {
+	debug.SetGCPercent(percent)
+	p.percent = percent
 }
 
 // arm has the next collection call p.collected.
@@ -140,11 +182,11 @@ func (p *pacer) read() (base, allocated uint64, elapsed time.Duration) {
 }
 
 // pace sets the percentage from what the last collection left and how
-// fast the process allocated since the one before. The caller holds
-// p.mu.
+// fast the process allocated since the metrics were last read (at the
+// collection before, or at the last ease). The caller holds p.mu.
 func (p *pacer) pace() {
 	base, allocated, elapsed := p.read()
-	debug.SetGCPercent(Percent(base, Growth(allocated, elapsed, p.headroom)))
+	p.set(Percent(base, Growth(allocated, elapsed, p.headroom)))
 }
 
 func (p *pacer) stop() {
@@ -154,5 +196,6 @@ func (p *pacer) stop() {
 		return
 	}
 	p.stopped = true
+	close(p.done)
 	debug.SetGCPercent(p.before)
 }
