@@ -11,18 +11,26 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// quietKernel starts a kernel without logging over w's store as it
+// stands, and makes it w's.
+func quietKernel(tb testing.TB, w *world) *authority.Kernel {
+	tb.Helper()
+	opts := w.options(w.st)
+	opts.Log = zap.NewNop()
+	k, err := authority.New(w.ctx, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.k = k
+	return k
+}
+
 // benchKernel is a kernel without logging and a proposal it allows again
 // and again: the task's contract grants as many refunds as a benchmark
 // makes, none needing review.
 func benchKernel(b *testing.B) (*world, *authority.Kernel, authority.Proposal) {
 	w := newWorld(b)
-	opts := w.options(w.st)
-	opts.Log = zap.NewNop()
-	k, err := authority.New(w.ctx, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w.k = k
+	k := quietKernel(b, w)
 	w.canonicalTask(task, func(c *contractv1.Contract) {
 		c.Action.MaxActions = 1 << 30
 		c.Action.MaxCumulativeAmount = nil

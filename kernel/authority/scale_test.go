@@ -129,13 +129,7 @@ func BenchmarkScale(b *testing.B) {
 	defer func() { printScale(rows) }()
 	base := newWorld(b)
 	seedTasks(b, base, 10)
-	baseOpts := base.options(base.st)
-	baseOpts.Log = zap.NewNop()
-	k, err := authority.New(base.ctx, baseOpts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	base.k = k
+	quietKernel(b, base)
 	baseProposals := scaleProposals(base, 10)
 	for _, n := range scaleSizes() {
 		r := scaleRow{n: n}
@@ -335,12 +329,7 @@ func BenchmarkItemsAt(b *testing.B) {
 	const n = 10_000
 	w := newWorld(b)
 	seedTasks(b, w, n)
-	opts := w.options(w.st)
-	opts.Log = zap.NewNop()
-	k, err := authority.New(w.ctx, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
+	k := quietKernel(b, w)
 	at := start
 	list := func(past bool) func(*testing.B) {
 		return func(b *testing.B) {

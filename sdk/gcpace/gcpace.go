@@ -89,8 +89,8 @@ type pacer struct {
 
 // Keep has the collector let the heap grow, past what the last
 // collection left live, by what the process allocates in [Interval] at
-// the pace it allocated since the collection before, up to headroom
-// bytes, and by as much as Go's default would when that is more: after
+// the pace it allocated lately (since the last collection or the last
+// check between collections), up to headroom bytes, and by as much as Go's default would when that is more: after
 // every collection it sets the GC percentage from what that collection
 // left ([Growth], [Percent]). Until the first collection, Go's default
 // applies. Between collections, every [Interval], it lowers the
@@ -128,12 +128,10 @@ func (p *pacer) watch() {
 	}
 }
 
-// ease lowers the percentage to what the pace since the last read asks
-// for, if that is lower: only a collection raises it. The caller holds
-// p.mu.
+// ease lowers the percentage to what the pace lately asks for, if that
+// is lower: only a collection raises it. The caller holds p.mu.
 func (p *pacer) ease() {
-	base, allocated, elapsed := p.read()
-	if want := Percent(base, Growth(allocated, elapsed, p.headroom)); want < p.percent {
+	if want := p.wanted(); want < p.percent {
 		p.set(want)
 	}
 }
@@ -158,7 +156,7 @@ func (p *pacer) collected() {
 	// Armed first, so that whoever sees this collection's percentage
 	// knows the next collection sets it again.
 	p.arm()
-	p.pace()
+	p.set(p.wanted())
 }
 
 // read reads the metrics, and returns the base Go's percentage applies
@@ -181,12 +179,12 @@ func (p *pacer) read() (base, allocated uint64, elapsed time.Duration) {
 	return base, allocated, elapsed
 }
 
-// pace sets the percentage from what the last collection left and how
-// fast the process allocated since the metrics were last read (at the
-// collection before, or at the last ease). The caller holds p.mu.
-func (p *pacer) pace() {
+// wanted is the percentage that what the last collection left and how
+// fast the process allocated since the metrics were last read (at a
+// collection, or at the last ease) ask for. The caller holds p.mu.
+func (p *pacer) wanted() int {
 	base, allocated, elapsed := p.read()
-	p.set(Percent(base, Growth(allocated, elapsed, p.headroom)))
+	return Percent(base, Growth(allocated, elapsed, p.headroom))
 }
 
 func (p *pacer) stop() {
