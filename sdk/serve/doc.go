@@ -25,6 +25,10 @@
 //   - [WriteAddrFile] records the bound addresses for tests and tools.
 //   - [Dial] opens a client connection with mutual TLS and keepalive.
 //
+// Servers and clients alike use fixed flow-control windows: gRPC's
+// bandwidth estimator would otherwise ping the peer on nearly every call
+// made one at a time.
+//
 // A binary wires them like this:
 //
 //	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
