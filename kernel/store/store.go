@@ -146,10 +146,11 @@ type Store struct {
 	// first append, so that the start-up check reports a broken journal.
 	frontier    *journal.Frontier
 	frontierErr error
-	// size is the journal's committed size; grown is signalled after each
-	// commit that appended to it.
-	size  atomic.Uint64
-	grown chan struct{}
+	// size is the journal's committed size; grown is signalled after a
+	// commit that takes it to grownAt or beyond (see JournalGrown).
+	size    atomic.Uint64
+	grownAt atomic.Uint64
+	grown   chan struct{}
 	// stmts and roStmts cache the prepared statements of db and ro.
 	stmts, roStmts *sqldb.Prepared
 	// versions and mirror follow an exclusive store's commits (see
@@ -484,19 +485,37 @@ func (s *Store) grew() {
 		head := s.frontier.Head()
 		s.mirror.head.Store(&head)
 		s.size.Store(size)
-		select {
-		case s.grown <- struct{}{}:
-		default: // a signal is already pending
+		if size >= s.grownAt.Load() {
+			s.signalGrown()
 		}
+	}
+}
+
+func (s *Store) signalGrown() {
+	select {
+	case s.grown <- struct{}{}:
+	default: // a signal is already pending
 	}
 }
 
 // JournalSize is the number of committed journal entries.
 func (s *Store) JournalSize() uint64 { return s.size.Load() }
 
-// JournalGrown is signalled after a commit that appended to the journal;
-// one pending signal stands for any number of commits.
-func (s *Store) JournalGrown() <-chan struct{} { return s.grown }
+// JournalGrown returns a channel signalled once a commit has taken the
+// journal to size entries or beyond (at once if it is there already); one
+// pending signal stands for any number of commits. Each call replaces the
+// size of the one before, so it serves one waiter. A commit short of the
+// size wakes no one: a decision's commit does not wake the checkpoint
+// publisher, which waits for a thousand entries.
+func (s *Store) JournalGrown(size uint64) <-chan struct{} {
+	// The commit stores its size before it reads grownAt, and this reads
+	// the size after it stores grownAt: one of the two sees the other.
+	s.grownAt.Store(size)
+	if s.size.Load() >= size {
+		s.signalGrown()
+	}
+	return s.grown
+}
 
 // runJob runs one update, turning a panic into that update's error so the
 // rest of its group still commits.

@@ -778,3 +778,43 @@ func TestIdempotencyKeysUnindexed(t *testing.T) {
 		return nil
 	})
 }
+
+// TestJournalGrown: the checkpoint publisher waits on JournalGrown for a
+// thousand entries; a commit short of the size it asks for must not wake
+// it, the commit that reaches the size must, and a size already reached
+// signals at once.
+func TestJournalGrown(t *testing.T) {
+	s := newStore(t)
+	appendOne := func() {
+		update(t, s, func(tx store.Tx) error {
+			_, err := tx.Append(t0, "task.bind", "task-1", []byte("CTR-A"))
+			return err
+		})
+	}
+	signalled := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	appendOne()
+	ch := s.JournalGrown(s.JournalSize() + 3)
+	signalled(ch) // what the commit before left pending
+	appendOne()
+	appendOne()
+	if signalled(ch) {
+		t.Fatal("signalled two entries short of the size asked for")
+	}
+	appendOne()
+	if !signalled(ch) {
+		t.Fatal("not signalled when a commit reached the size asked for")
+	}
+	if signalled(ch) {
+		t.Fatal("signalled twice for one size")
+	}
+	if !signalled(s.JournalGrown(s.JournalSize())) {
+		t.Fatal("not signalled for a size already reached")
+	}
+}

@@ -57,4 +57,4 @@ type fixedSource struct{ head journal.TreeHead }
 
 func (f *fixedSource) Head(context.Context) (journal.TreeHead, error) { return f.head, nil }
 func (f *fixedSource) JournalSize() uint64                            { return f.head.Size }
-func (f *fixedSource) JournalGrown() <-chan struct{}                  { return nil }
+func (f *fixedSource) JournalGrown(uint64) <-chan struct{}            { return nil }

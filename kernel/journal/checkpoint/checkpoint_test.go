@@ -220,3 +220,57 @@ func TestPublisherRacesAppends(t *testing.T) {
 		t.Errorf("journal against its %d checkpoints: %+v, %v", len(cps), r, err)
 	}
 }
+
+// TestPublisherWaitsForEntries: with no interval to publish on, a
+// checkpoint follows the append that brings the journal Entries past the
+// latest, and none the appends before it.
+func TestPublisherWaitsForEntries(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "k.db"), store.DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := signer(t, "ambit-kernel/test", key(t))
+	p := checkpoint.NewPublisher(checkpoint.Options{Signer: s, Dir: checkpoint.Dir(filepath.Join(t.TempDir(), "cps")), Entries: 3, Interval: time.Hour},
+		st, checkpoint.Checkpoint{})
+	runDone := make(chan error, 1)
+	go func() { runDone <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Error(err)
+		}
+	}()
+	appendOne := func(i int) {
+		t.Helper()
+		if err := st.Update(ctx, func(tx store.Tx) error {
+			_, err := tx.Append(time.Now(), "test", fmt.Sprintf("e%d", i), nil)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(size uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); p.Latest().Note == nil || p.Latest().Head.Size != size; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the latest checkpoint covers %d entries, want %d", p.Latest().Head.Size, size)
+			}
+		}
+	}
+	waitFor(0) // Run's first publication: an empty journal
+	appendOne(1)
+	appendOne(2)
+	time.Sleep(50 * time.Millisecond)
+	if got := p.Latest().Head.Size; got != 0 {
+		t.Fatalf("published a checkpoint of %d entries, short of 3", got)
+	}
+	appendOne(3)
+	waitFor(3)
+	appendOne(4)
+	appendOne(5)
+	appendOne(6)
+	waitFor(6)
+}

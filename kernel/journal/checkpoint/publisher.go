@@ -13,11 +13,11 @@ import (
 )
 
 // Source is the journal a publisher signs: its committed head, its size
-// without a read, and a signal when it grows.
+// without a read, and a signal once it has grown to a size.
 type Source interface {
 	Head(ctx context.Context) (journal.TreeHead, error)
 	JournalSize() uint64
-	JournalGrown() <-chan struct{}
+	JournalGrown(size uint64) <-chan struct{}
 }
 
 // Options configure a Publisher.
@@ -143,7 +143,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			publish(context.WithoutCancel(ctx))
 			return nil
-		case <-p.src.JournalGrown():
+		case <-p.src.JournalGrown(p.Latest().Head.Size + p.o.Entries):
 			if p.src.JournalSize() >= p.Latest().Head.Size+p.o.Entries {
 				publish(ctx)
 			}
