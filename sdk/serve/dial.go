@@ -52,8 +52,8 @@ func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, opts ...grpc.Dia
 	}
 	conn, err := grpc.NewClient(target, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
-		grpc.WithStaticStreamWindowSize(streamWindow),
-		grpc.WithStaticConnWindowSize(connWindow),
+		grpc.WithStaticStreamWindowSize(clientStreamWindow),
+		grpc.WithStaticConnWindowSize(clientConnWindow),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:                clientKeepaliveTime,
 			Timeout:             clientKeepaliveTimeout,

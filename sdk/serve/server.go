@@ -33,13 +33,18 @@ const (
 	keepaliveMinTime = 10 * time.Second
 	keepaliveTime    = 2 * time.Minute
 	keepaliveTimeout = 20 * time.Second
-	// Flow-control windows of every connection, servers' and clients'.
-	// Fixed windows turn off gRPC's bandwidth-delay estimator, which pings
-	// the peer whenever a message arrives and no ping of its own is out:
-	// at one call at a time, every call carried two pings and their two
-	// acknowledgements. The estimator grows a window to 16 MiB at most.
-	streamWindow = 4 << 20
-	connWindow   = 16 << 20
+	// Flow-control windows, fixed on both ends of every connection: a
+	// fixed window turns off gRPC's bandwidth-delay estimator, which pings
+	// the peer whenever a message arrives and no ping of its own is out,
+	// so that at one call at a time every call carried two pings and their
+	// two acknowledgements. A server's windows hold a request of the
+	// default largest size, and a few at once: no more unread bytes than
+	// that wait on a connection. A client's are what the estimator grows
+	// a window to at most, for large answers over long links.
+	serverStreamWindow = DefaultMaxRecvMsgSize
+	serverConnWindow   = 4 * DefaultMaxRecvMsgSize
+	clientStreamWindow = 4 << 20
+	clientConnWindow   = 16 << 20
 )
 
 // Server is a gRPC server built by [NewServer], with the health service it
@@ -133,8 +138,8 @@ func NewServer(log *zap.Logger, tlsCfg *tls.Config, policy Policy, opts ...Optio
 		grpc.ForceServerCodecV2(newCodec(failures)),
 		grpc.MaxConcurrentStreams(maxConcurrentStreams),
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.StaticStreamWindowSize(streamWindow),
-		grpc.StaticConnWindowSize(connWindow),
+		grpc.StaticStreamWindowSize(serverStreamWindow),
+		grpc.StaticConnWindowSize(serverConnWindow),
 		grpc.MaxRecvMsgSize(o.maxRecvMsgSize),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
 			MinTime:             keepaliveMinTime,

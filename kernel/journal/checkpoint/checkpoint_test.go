@@ -39,6 +39,18 @@ func signer(t testing.TB, origin string, k ed25519.PrivateKey) *checkpoint.Signe
 	return s
 }
 
+// openStore opens a kernel store in a new folder, closed when the test
+// ends.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "k.db"), store.DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 func head(size uint64) journal.TreeHead {
 	root := bytes.Repeat([]byte{byte(size)}, 32)
 	return journal.TreeHead{Size: size, Root: root}
@@ -147,11 +159,7 @@ func TestDir(t *testing.T) {
 func TestPublisherRacesAppends(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "k.db"), store.DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	s := signer(t, "ambit-kernel/test", key(t))
 	d := checkpoint.Dir(filepath.Join(t.TempDir(), "cps"))
 	p := checkpoint.NewPublisher(checkpoint.Options{Signer: s, Dir: d, Entries: 7, Interval: time.Millisecond}, st, checkpoint.Checkpoint{})
@@ -227,11 +235,7 @@ func TestPublisherRacesAppends(t *testing.T) {
 func TestPublisherWaitsForEntries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "k.db"), store.DurabilityNormal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t)
 	s := signer(t, "ambit-kernel/test", key(t))
 	p := checkpoint.NewPublisher(checkpoint.Options{Signer: s, Dir: checkpoint.Dir(filepath.Join(t.TempDir(), "cps")), Entries: 3, Interval: time.Hour},
 		st, checkpoint.Checkpoint{})
