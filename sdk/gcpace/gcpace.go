@@ -90,10 +90,10 @@ type pacer struct {
 // Keep has the collector let the heap grow, past what the last
 // collection left live, by what the process allocates in [Interval] at
 // the pace it allocated lately (since the last collection or the last
-// check between collections), up to headroom bytes, and by as much as Go's default would when that is more: after
-// every collection it sets the GC percentage from what that collection
-// left ([Growth], [Percent]). Until the first collection, Go's default
-// applies. Between collections, every [Interval], it lowers the
+// check between collections), up to headroom bytes, and by as much as
+// Go's default would when that is more: after every collection it sets
+// the GC percentage from what that collection left ([Growth],
+// [Percent]). Until the first collection, Go's default applies. Between collections, every [Interval], it lowers the
 // percentage if the process now allocates more slowly, so that a burst
 // (a start, a busy minute) does not leave an idle process to grow its
 // heap as far as the burst did. stop restores the percentage the process
