@@ -191,11 +191,13 @@ func ReadSnapshot(r io.Reader, auth Authorities, content ContentFunc) (*State, e
 	for i := range recs {
 		r := &recs[i]
 		id := r.item.GetCanonItemId()
-		if _, dup := s.records[id]; dup || id == "" {
+		// A repeated id leaves the map short of an entry: one map
+		// operation an item, not a lookup and then a store.
+		s.records[id] = r
+		if len(s.records) != i+1 || id == "" {
 			return nil, fmt.Errorf("ledger snapshot item %d: id %q empty or repeated: %w", i, id, ErrSnapshot)
 		}
 		r.place = len(s.order)
-		s.records[id] = r
 		s.order = append(s.order, id)
 		s.refs.add(r.item, r.task)
 	}

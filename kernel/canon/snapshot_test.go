@@ -204,6 +204,8 @@ func TestReadSnapshotRefuses(t *testing.T) {
 		{"no trailer", good[:len(good)-3], auth},
 		{"trailing data", append(bytes.Clone(good), 0), auth},
 		{"other authorities", good, other},
+		// The policy's id made the contract's: two items of one id.
+		{"repeated id", bytes.ReplaceAll(good, []byte("POL-1"), []byte("CTR-1")), auth},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
