@@ -78,7 +78,7 @@ type snapshotStore interface {
 	EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error)
 	JournalRootAt(ctx context.Context, size uint64) ([]byte, error)
 	LedgerSnapshots(ctx context.Context, limit int) ([]store.LedgerSnapshot, error)
-	ReadLedgerSnapshot(ctx context.Context, sn store.LedgerSnapshot) io.Reader
+	ReadLedgerSnapshot(ctx context.Context, sn store.LedgerSnapshot) io.ReadCloser
 	WriteLedgerSnapshot(ctx context.Context, size uint64, root []byte, at time.Time, body io.Reader) (store.LedgerSnapshot, error)
 }
 
@@ -196,7 +196,9 @@ func (l *ledger) readSnapshot(ctx context.Context, sn store.LedgerSnapshot) (*ca
 		return nil, fmt.Errorf("taken over another journal: its root at %d is %x, the journal's %x", sn.JournalSize, sn.Root, root)
 	}
 	h := sha256.New()
-	st, err := canon.ReadSnapshot(io.TeeReader(l.snaps.ReadLedgerSnapshot(ctx, sn), h), l.auth, l.content)
+	body := l.snaps.ReadLedgerSnapshot(ctx, sn)
+	defer body.Close()
+	st, err := canon.ReadSnapshot(io.TeeReader(body, h), l.auth, l.content)
 	if err != nil {
 		return nil, err
 	}

@@ -206,10 +206,12 @@ func (s *Store) LedgerSnapshots(ctx context.Context, limit int) ([]LedgerSnapsho
 	return out, rows.Err()
 }
 
-// ReadLedgerSnapshot returns a reader of sn's body, one chunk read at a
-// time. A missing chunk is an error wrapping ErrNotFound; the caller
-// checks the digest.
-func (s *Store) ReadLedgerSnapshot(ctx context.Context, sn LedgerSnapshot) io.Reader {
+// ReadLedgerSnapshot returns a reader of sn's body. One query reads its
+// chunks in order, each copied out of the driver's buffer as it is read,
+// not cloned first: a million tasks' snapshot is hundreds of megabytes.
+// A missing chunk is an error wrapping ErrNotFound; the caller checks the
+// digest, and closes the reader to end the query.
+func (s *Store) ReadLedgerSnapshot(ctx context.Context, sn LedgerSnapshot) io.ReadCloser {
 	return &chunkReader{ctx: ctx, db: s.ro, snap: sn}
 }
 
@@ -217,28 +219,73 @@ type chunkReader struct {
 	ctx  context.Context
 	db   *sql.DB
 	snap LedgerSnapshot
+	rows *sql.Rows
+	// next is the number of the chunk after the one read.
 	next int
-	buf  []byte
+	// chunk is what is left of the chunk read, in the driver's memory
+	// until the next row.
+	chunk sql.RawBytes
+	err   error
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.next >= r.snap.Chunks {
-			return 0, io.EOF
-		}
-		err := r.db.QueryRowContext(r.ctx, `SELECT body FROM ledger_snapshot_chunks WHERE snapshot_id = ? AND n = ?`,
-			r.snap.ID, r.next).Scan(&r.buf)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, fmt.Errorf("ledger snapshot %s chunk %d: %w", r.snap.ID, r.next, ErrNotFound)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("ledger snapshot %s chunk %d: %w", r.snap.ID, r.next, err)
-		}
-		r.next++
+	for len(r.chunk) == 0 && r.err == nil {
+		r.err = r.nextChunk()
 	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
+	if len(r.chunk) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.chunk)
+	r.chunk = r.chunk[n:]
 	return n, nil
+}
+
+// nextChunk reads the next chunk into r.chunk; after the last one it ends
+// the query and returns io.EOF.
+func (r *chunkReader) nextChunk() error {
+	if r.next >= r.snap.Chunks {
+		if err := r.Close(); err != nil {
+			return fmt.Errorf("ledger snapshot %s: %w", r.snap.ID, err)
+		}
+		return io.EOF
+	}
+	if r.rows == nil {
+		rows, err := r.db.QueryContext(r.ctx, `SELECT n, body FROM ledger_snapshot_chunks WHERE snapshot_id = ? AND n < ? ORDER BY n`,
+			r.snap.ID, r.snap.Chunks)
+		if err != nil {
+			return fmt.Errorf("ledger snapshot %s: %w", r.snap.ID, err)
+		}
+		r.rows = rows
+	}
+	if !r.rows.Next() {
+		err := r.rows.Err()
+		if err == nil {
+			err = ErrNotFound
+		}
+		return fmt.Errorf("ledger snapshot %s chunk %d: %w", r.snap.ID, r.next, err)
+	}
+	var n int
+	var chunk sql.RawBytes
+	if err := r.rows.Scan(&n, &chunk); err != nil {
+		return fmt.Errorf("ledger snapshot %s chunk %d: %w", r.snap.ID, r.next, err)
+	}
+	if n != r.next {
+		return fmt.Errorf("ledger snapshot %s chunk %d: %w", r.snap.ID, r.next, ErrNotFound)
+	}
+	r.chunk = chunk
+	r.next++
+	return nil
+}
+
+// Close ends the query; it may be called more than once.
+func (r *chunkReader) Close() error {
+	r.chunk = nil
+	if r.rows == nil {
+		return nil
+	}
+	rows := r.rows
+	r.rows = nil
+	return rows.Close()
 }
 
 // JournalRootAt is the root of the journal's first size entries; it fails
