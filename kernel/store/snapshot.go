@@ -277,9 +277,16 @@ func (r *chunkReader) nextChunk() error {
 	return nil
 }
 
+// errReaderClosed is what a snapshot reader returns once closed before
+// its end: a read after Close must not begin the body again.
+var errReaderClosed = errors.New("ledger snapshot reader closed")
+
 // Close ends the query; it may be called more than once.
 func (r *chunkReader) Close() error {
 	r.chunk = nil
+	if r.err == nil {
+		r.err = errReaderClosed
+	}
 	if r.rows == nil {
 		return nil
 	}

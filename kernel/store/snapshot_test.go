@@ -96,6 +96,10 @@ func TestLedgerSnapshotReader(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Fatalf("reader %d: close: %v", i, err)
 		}
+		// Closed is not a missing chunk: the reader does not begin again.
+		if n, err := r.Read(make([]byte, 10)); n != 0 || err == nil || errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("reader %d: read after close: %d bytes, %v; want none and an error that it is closed", i, n, err)
+		}
 	}
 	r := s.ReadLedgerSnapshot(ctx, sn)
 	if read, err := io.ReadAll(r); err != nil || !bytes.Equal(read, body) {
