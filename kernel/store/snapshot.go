@@ -244,7 +244,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // the query and returns io.EOF.
 func (r *chunkReader) nextChunk() error {
 	if r.next >= r.snap.Chunks {
-		if err := r.Close(); err != nil {
+		if err := r.endQuery(); err != nil {
 			return fmt.Errorf("ledger snapshot %s: %w", r.snap.ID, err)
 		}
 		return io.EOF
@@ -281,12 +281,19 @@ func (r *chunkReader) nextChunk() error {
 // its end: a read after Close must not begin the body again.
 var errReaderClosed = errors.New("ledger snapshot reader closed")
 
-// Close ends the query; it may be called more than once.
+// Close ends the query, and any read after it; it may be called more
+// than once.
 func (r *chunkReader) Close() error {
-	r.chunk = nil
 	if r.err == nil {
 		r.err = errReaderClosed
 	}
+	return r.endQuery()
+}
+
+// endQuery drops what is left of the chunk read, which the query's
+// connection holds, and gives the connection back.
+func (r *chunkReader) endQuery() error {
+	r.chunk = nil
 	if r.rows == nil {
 		return nil
 	}

@@ -93,11 +93,12 @@ type pacer struct {
 // check between collections), up to headroom bytes, and by as much as
 // Go's default would when that is more: after every collection it sets
 // the GC percentage from what that collection left ([Growth],
-// [Percent]). Until the first collection, Go's default applies. Between collections, every [Interval], it lowers the
-// percentage if the process now allocates more slowly, so that a burst
-// (a start, a busy minute) does not leave an idle process to grow its
-// heap as far as the burst did. stop restores the percentage the process
-// had. Run one at a time: the percentage is the process's.
+// [Percent]). Until the first collection, Go's default applies. Between
+// collections, every [Interval], it lowers the percentage if the process
+// now allocates more slowly, so that a burst (a start, a busy minute)
+// does not leave an idle process to grow its heap as far as the burst
+// did. stop restores the percentage the process had. Run one at a time:
+// the percentage is the process's.
 func Keep(headroom uint64) (stop func()) {
 	p := &pacer{headroom: headroom, sample: make([]metrics.Sample, len(baseMetrics)+1), done: make(chan struct{}), percent: 100}
 	for i, name := range append(slices.Clip(baseMetrics), allocsMetric) {
