@@ -73,12 +73,20 @@ func (k *Kernel) taskContract(tx store.Tx, taskID string) (*bound, error) {
 	return &bound{compiled: cc, itemID: itemID, class: c.Class, agent: task.Agent}, nil
 }
 
+// maxCompiled bounds the compiled contracts the kernel keeps, about 9 KB
+// each with their contract. A contract of its own per task would
+// otherwise keep one in memory for every task ever read from or decided
+// on. Past it, a task's contract, when next used, is loaded from the
+// journal and compiled again (a fifth of a millisecond), its tools and
+// derived fields shared with the other contracts' (contract.Compiler).
+const maxCompiled = 8192
+
 // compiledItem returns a contract item's compiled contract. A compacted
 // item's contract is loaded from the journal only when no item with the
 // same content was compiled before.
 func (k *Kernel) compiledItem(item *ledgerv1.CanonItem) (*compiled, error) {
-	if v, ok := k.compile.Load(item.GetContentHash()); ok {
-		return v.(*compiled), nil
+	if cc, ok := k.compile.Get(item.GetContentHash()); ok {
+		return cc, nil
 	}
 	full, err := k.ledger.contract(item)
 	if err != nil {
@@ -88,10 +96,10 @@ func (k *Kernel) compiledItem(item *ledgerv1.CanonItem) (*compiled, error) {
 }
 
 func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compiled, error) {
-	if v, ok := k.compile.Load(hash); ok {
-		return v.(*compiled), nil
+	if cc, ok := k.compile.Get(hash); ok {
+		return cc, nil
 	}
-	cc0, err := contract.Compile(c)
+	cc0, err := k.compiler.Compile(c)
 	if err != nil {
 		return nil, fmt.Errorf("contract item %q: %w", itemID, err)
 	}
@@ -105,6 +113,6 @@ func (k *Kernel) compiled(itemID, hash string, c *contractv1.Contract) (*compile
 		eval = &capped
 	}
 	cc := &compiled{Compiled: cc0, hash: hash, proto: c, eval: eval}
-	k.compile.Store(hash, cc)
+	k.compile.Put(hash, cc)
 	return cc, nil
 }

@@ -613,7 +613,7 @@ func (k *Kernel) openEvidence(tx store.Tx, taskID string, envs []*receiptv1.Enve
 			return nil, refuse(ErrInvalid, "EVIDENCE_INVALID", "evidence[%d] is a %q, not an evidence receipt", i, env.GetPayloadType())
 		}
 		digest := envelope.Digest(env)
-		e, ok := k.recorded.get(digest)
+		e, ok := k.recorded.Get(digest)
 		if !ok {
 			var r receiptv1.EvidenceReceipt
 			if err := proto.Unmarshal(env.GetPayload(), &r); err != nil {
@@ -658,7 +658,7 @@ const (
 // envelope's digest, if it is small enough (maxRecordedPayload).
 func (k *Kernel) rememberEvidence(env *receiptv1.Envelope, digest string, r *receiptv1.EvidenceReceipt, hash string) {
 	if len(env.GetPayload()) <= maxRecordedPayload {
-		k.recorded.put(digest, recordedEvidence{receipt: r, hash: hash})
+		k.recorded.Put(digest, recordedEvidence{receipt: r, hash: hash})
 	}
 }
 

@@ -1,6 +1,11 @@
 package authority
 
-import "time"
+import (
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/contract"
+	"github.com/ambitkernel/ambit/kernel/memo"
+)
 
 // PastLedger reports whether k holds the ledger folded to a past instant,
 // how many of its contract items hold their contract in memory, and the
@@ -26,4 +31,22 @@ func KeepPast(k *Kernel, d time.Duration) {
 	k.ledger.past.mu.Lock()
 	defer k.ledger.past.mu.Unlock()
 	k.ledger.past.kept = d
+}
+
+// ForgetCompiled drops the compiled contracts k keeps, as if maxCompiled
+// others had been compiled since.
+func ForgetCompiled(k *Kernel) { k.compile = memo.New[*compiled](maxCompiled) }
+
+// CompiledTool is tool as k keeps it compiled for the contract item id,
+// or nil when k keeps no compiled form of the item's contract.
+func CompiledTool(k *Kernel, id, tool string) *contract.Tool {
+	c, ok := k.ledger.item(id)
+	if !ok {
+		return nil
+	}
+	cc, ok := k.compile.Get(c.Item.GetContentHash())
+	if !ok {
+		return nil
+	}
+	return cc.Tools[tool]
 }

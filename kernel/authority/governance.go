@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
-	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/store"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
@@ -78,7 +77,7 @@ func (k *Kernel) ProposeItem(ctx context.Context, actor string, item *ledgerv1.C
 		return canon.Classified{}, refuse(ErrInvalid, "INVALID_ITEM", "item.canon_item_id must not be empty")
 	}
 	if c := item.GetContract(); c != nil {
-		if _, err := contract.Compile(c); err != nil {
+		if _, err := k.compiler.Compile(c); err != nil {
 			return canon.Classified{}, refuse(ErrInvalid, "INVALID_CONTRACT", "item.contract: %v", err)
 		}
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/canon"
+	"github.com/ambitkernel/ambit/kernel/contract"
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/memo"
 	"github.com/ambitkernel/ambit/kernel/store"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"github.com/ambitkernel/ambit/sdk/ident"
@@ -84,20 +85,23 @@ type Options struct {
 
 // Kernel is the authority kernel's core. It is safe for concurrent use.
 type Kernel struct {
-	store   Store
-	signer  *envelope.Signer
-	self    envelope.Keyring
-	ev      envelope.Keyring
-	act     envelope.Keyring
-	ver     envelope.Keyring
-	serves  Serves
-	auth    canon.Authorities
-	ttl     time.Duration
-	now     func() time.Time
-	log     *zap.Logger
-	newID   func(string) string
-	ledger  *ledger
-	compile sync.Map // content hash → *compiled
+	store  Store
+	signer *envelope.Signer
+	self   envelope.Keyring
+	ev     envelope.Keyring
+	act    envelope.Keyring
+	ver    envelope.Keyring
+	serves Serves
+	auth   canon.Authorities
+	ttl    time.Duration
+	now    func() time.Time
+	log    *zap.Logger
+	newID  func(string) string
+	ledger *ledger
+	// compile keeps the contracts decisions used last, by content hash;
+	// compiler shares their tools' and derived fields' compiled forms.
+	compile  *memo.Map[*compiled]
+	compiler *contract.Compiler
 	// requests limits boundary-change requests per agent.
 	requests window
 	// reserved is what decisions in flight may use up.
@@ -106,7 +110,7 @@ type Kernel struct {
 	signed signedCapabilities
 	// recorded are the evidence receipts this kernel recorded last, by
 	// envelope digest, decoded for the proposals that cite them.
-	recorded *memo[recordedEvidence]
+	recorded *memo.Map[recordedEvidence]
 }
 
 // New builds a kernel over an opened store and loads the authority ledger
@@ -136,8 +140,10 @@ func New(ctx context.Context, o Options) (*Kernel, error) {
 		now:      o.Clock,
 		log:      o.Log,
 		newID:    o.NewID,
-		signed:   signedCapabilities{digest: newMemo[string](maxIssued)},
-		recorded: newMemo[recordedEvidence](maxRecorded),
+		signed:   signedCapabilities{digest: memo.New[string](maxIssued)},
+		recorded: memo.New[recordedEvidence](maxRecorded),
+		compile:  memo.New[*compiled](maxCompiled),
+		compiler: contract.NewCompiler(),
 	}
 	var err error
 	if k.self, err = pick([]string{o.Signer.KeyID()}); err != nil {

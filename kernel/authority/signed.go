@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"github.com/ambitkernel/ambit/kernel/memo"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"google.golang.org/protobuf/proto"
@@ -17,19 +18,19 @@ const maxIssued = 1 << 16
 // not remember (issued before a restart, or by another replica) is
 // verified as before.
 type signedCapabilities struct {
-	digest *memo[string] // capability id → envelope digest
+	digest *memo.Map[string] // capability id → envelope digest
 }
 
 // add remembers capability id's envelope by its digest ([envelope.Digest]),
 // which the caller computes outside the writer that commits the capability.
-func (s *signedCapabilities) add(id, d string) { s.digest.put(id, d) }
+func (s *signedCapabilities) add(id, d string) { s.digest.Put(id, d) }
 
 // open decodes a capability envelope into c: at once when it is one this
 // kernel issued, byte for byte, else after checking its signature with
 // self under key id signer.
 func (s *signedCapabilities) open(self envelope.Keyring, signer string, env *receiptv1.Envelope, c *receiptv1.Capability) error {
 	if env.GetPayloadType() == capabilityType && env.GetKeyId() == signer && proto.Unmarshal(env.GetPayload(), c) == nil {
-		d, ok := s.digest.get(c.GetCapabilityId())
+		d, ok := s.digest.Get(c.GetCapabilityId())
 		if ok && d == envelope.Digest(env) {
 			return nil
 		}

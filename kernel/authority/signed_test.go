@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ambitkernel/ambit/kernel/memo"
 	receiptv1 "github.com/ambitkernel/ambit/proto/gen/ambit/receipt/v1"
 	"github.com/ambitkernel/ambit/sdk/envelope"
 	"google.golang.org/protobuf/proto"
@@ -26,7 +27,7 @@ func TestSignedCapabilities(t *testing.T) {
 		}
 		return env
 	}
-	s := signedCapabilities{digest: newMemo[string](maxIssued)}
+	s := signedCapabilities{digest: memo.New[string](maxIssued)}
 	kept, other := sign("cap-1"), sign("cap-2")
 	s.add("cap-1", envelope.Digest(kept))
 	// No key to check a signature with: only what is remembered opens.

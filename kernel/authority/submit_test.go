@@ -517,6 +517,40 @@ func TestReceiptNamesTheBoundItem(t *testing.T) {
 	}
 }
 
+// TestTasksShareCompiledTools: tasks bound to contracts of their own, made
+// from one template, decide with one compiled tool between them; a task
+// whose compiled contract the kernel has forgotten (it keeps the last
+// maxCompiled) loads it from the journal and decides as before.
+func TestTasksShareCompiledTools(t *testing.T) {
+	w := newWorld(t)
+	tasks := []string{task, "task-2"}
+	for _, id := range tasks {
+		w.canonicalTask(id, func(c *contractv1.Contract) { c.Action.MaxActions = 3 })
+		env, _ := w.read(id)
+		if d := w.submit(proposal(id, refund(1740, subject), env)); d.GetCapability() == nil {
+			t.Fatalf("%s: %+v", id, verdictOf(d))
+		}
+	}
+	first := authority.CompiledTool(w.k, "CTR-"+tasks[0], "refund")
+	if first == nil || first != authority.CompiledTool(w.k, "CTR-"+tasks[1], "refund") {
+		t.Fatal("two tasks' contracts of one template hold their refund tool compiled twice")
+	}
+	authority.ForgetCompiled(w.k)
+	if authority.CompiledTool(w.k, "CTR-"+tasks[0], "refund") != nil {
+		t.Fatal("the kernel still keeps a contract it forgot")
+	}
+	env, _ := w.read(task)
+	if d := w.submit(proposal(task, refund(1740, subject), env)); d.GetCapability() == nil {
+		t.Fatalf("after the contract was forgotten: %+v", verdictOf(d))
+	}
+	if authority.CompiledTool(w.k, "CTR-"+task, "refund") != first {
+		t.Error("the contract compiled again holds a new refund tool, not the one shared before")
+	}
+	if d := w.submit(proposal(task, refund(1740, "someone-else"), env)); d.GetCapability() != nil {
+		t.Errorf("a refund to another payee was allowed after the contract was compiled again: %+v", verdictOf(d))
+	}
+}
+
 // firstAnswer is a world whose task grants maxActions refunds, a proposal
 // with request id "req-1", and the first answer to it: a capability.
 func firstAnswer(t *testing.T, maxActions int32) (*world, authority.Proposal, *authority.Decided) {

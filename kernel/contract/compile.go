@@ -5,21 +5,52 @@ import (
 	"strings"
 
 	"github.com/ambitkernel/ambit/kernel/evaluate"
+	"github.com/ambitkernel/ambit/kernel/memo"
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
+	"github.com/ambitkernel/ambit/sdk/expr"
 )
 
 // Compile validates c, compiles its tools, schemas and expressions, and
 // turns it into the evaluator's form. A declaration that does not compile
 // is an error naming its place.
-func Compile(c *contractv1.Contract) (*Compiled, error) {
+func Compile(c *contractv1.Contract) (*Compiled, error) { return compile(c, nil) }
+
+// maxShared bounds the tools and the derived fields a [Compiler] keeps
+// compiled for the contracts it compiles next.
+const maxShared = 1024
+
+// Compiler compiles contracts as [Compile] does, and shares what their
+// identical declarations compile to. Contracts made from one template (a
+// task's own contract, say) differ in their binding, not in their tools:
+// a process holding thousands of them holds each tool's schema and
+// expressions once, and compiles them once. Every check that reads the
+// rest of a contract (a tool's record source is one of its sources) runs
+// for each contract. It is safe for concurrent use; it keeps the last
+// maxShared tools and derived fields it compiled.
+type Compiler struct {
+	tools   *memo.Map[*Tool]
+	derived *memo.Map[*expr.Program]
+}
+
+// NewCompiler returns a compiler that shares nothing yet.
+func NewCompiler() *Compiler {
+	return &Compiler{tools: memo.New[*Tool](maxShared), derived: memo.New[*expr.Program](maxShared)}
+}
+
+// Compile is [Compile], sharing what an earlier contract's identical
+// declarations compiled to.
+func (cm *Compiler) Compile(c *contractv1.Contract) (*Compiled, error) { return compile(c, cm) }
+
+// compile is Compile, sharing through cm unless it is nil.
+func compile(c *contractv1.Contract, cm *Compiler) (*Compiled, error) {
 	if err := Validate(c); err != nil {
 		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
 	}
-	tools, err := compileTools(c)
+	tools, err := compileTools(c, cm)
 	if err != nil {
 		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
 	}
-	derived, err := compileDerived(c)
+	derived, err := compileDerived(c, cm)
 	if err != nil {
 		return nil, fmt.Errorf("compile contract %q: %w", c.GetContractId(), err)
 	}

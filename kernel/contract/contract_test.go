@@ -12,6 +12,7 @@ import (
 	"github.com/ambitkernel/ambit/sdk/toolcall"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 const valid = `
@@ -297,5 +298,22 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	}
 	if _, err := contract.Parse("c.yaml", []byte(valid)); err != nil {
 		t.Errorf("the valid contract: %v", err)
+	}
+}
+
+// TestUnknownEnumNamesItsPlace: an enum number the schema does not define
+// is refused wherever it sits, in a list, a map or a message, with the
+// path to it.
+func TestUnknownEnumNamesItsPlace(t *testing.T) {
+	c, err := contract.Parse("c.yaml", []byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Action.Tools[0].InputSchema.Fields["properties"].GetStructValue().Fields["claim_id"] = structpb.NewNullValue()
+	c.Action.Tools[0].InputSchema.Fields["properties"].GetStructValue().Fields["claim_id"].Kind = &structpb.Value_NullValue{NullValue: 3}
+	_, err = contract.Compile(c)
+	want := "action.tools[0].input_schema.fields[properties].struct_value.fields[claim_id].null_value: unknown enum value 3 for google.protobuf.NullValue"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Compile = %v, want it to name %s", err, want)
 	}
 }

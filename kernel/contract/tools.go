@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // Compiled is a contract ready for the kernel: the evaluator's form plus
@@ -137,13 +138,18 @@ func schemaError(err error) string {
 }
 
 // compileTools compiles the action aperture's tools, naming the tool and
-// expression of the first bad declaration.
-func compileTools(c *contractv1.Contract) (map[string]*Tool, error) {
+// expression of the first bad declaration. A tool cm compiled before, for
+// this contract or another, is shared; what it needs of the rest of the
+// contract is checked again.
+func compileTools(c *contractv1.Contract, cm *Compiler) (map[string]*Tool, error) {
 	out := make(map[string]*Tool, len(c.GetAction().GetTools()))
 	for i, g := range c.GetAction().GetTools() {
 		f := fmt.Sprintf("action.tools[%d]", i)
-		t, err := compileTool(f, g, c)
+		t, err := cm.tool(f, g)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkToolSource(f, g, c); err != nil {
 			return nil, err
 		}
 		out[g.GetName()] = t
@@ -151,7 +157,40 @@ func compileTools(c *contractv1.Contract) (map[string]*Tool, error) {
 	return out, nil
 }
 
-func compileTool(f string, g *contractv1.ToolGrant, c *contractv1.Contract) (*Tool, error) {
+// tool compiles g, or returns what cm compiled an identical grant to. A
+// nil cm compiles every grant.
+func (cm *Compiler) tool(f string, g *contractv1.ToolGrant) (*Tool, error) {
+	if cm == nil {
+		return compileTool(f, g)
+	}
+	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(g)
+	if err != nil {
+		return compileTool(f, g)
+	}
+	if t, ok := cm.tools.Get(string(key)); ok {
+		return t, nil
+	}
+	t, err := compileTool(f, g)
+	if err == nil {
+		cm.tools.Put(string(key), t)
+	}
+	return t, err
+}
+
+// checkToolSource checks that the source a tool's record comes from is
+// one of the contract's: the one check of a tool that reads the rest of
+// its contract.
+func checkToolSource(f string, g *contractv1.ToolGrant, c *contractv1.Contract) error {
+	r := g.GetRecord()
+	if r == nil || slices.ContainsFunc(c.GetEvidence().GetSources(), func(s *contractv1.SourceGrant) bool { return s.GetName() == r.GetSource() }) {
+		return nil
+	}
+	return invalid(f+".record.source", "tool %q: source %q is not granted", g.GetName(), r.GetSource())
+}
+
+// compileTool compiles a tool grant on its own: its schema, destinations
+// and constraints.
+func compileTool(f string, g *contractv1.ToolGrant) (*Tool, error) {
 	name := g.GetName()
 	t := &Tool{Grant: g}
 	if g.GetInputSchema() == nil {
@@ -171,8 +210,6 @@ func compileTool(f string, g *contractv1.ToolGrant, c *contractv1.Contract) (*To
 			return nil, invalid(f+".record", "tool %q: needs both source and argument", name)
 		case !slices.Contains(props, r.GetArgument()):
 			return nil, invalid(f+".record.argument", "tool %q declares no argument %q", name, r.GetArgument())
-		case !slices.ContainsFunc(c.GetEvidence().GetSources(), func(s *contractv1.SourceGrant) bool { return s.GetName() == r.GetSource() }):
-			return nil, invalid(f+".record.source", "tool %q: source %q is not granted", name, r.GetSource())
 		}
 	}
 	seen := map[string]bool{}
@@ -276,11 +313,11 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // compileDerived compiles the derived field expressions of every source.
-func compileDerived(c *contractv1.Contract) (map[string]map[string]*expr.Program, error) {
+func compileDerived(c *contractv1.Contract, cm *Compiler) (map[string]map[string]*expr.Program, error) {
 	out := map[string]map[string]*expr.Program{}
 	for i, s := range c.GetEvidence().GetSources() {
 		for j, d := range s.GetDerived() {
-			p, err := recordEnv.Compile(d.GetExpression(), expr.Scalar)
+			p, err := cm.derivedField(d.GetExpression())
 			if err != nil {
 				return nil, invalid(fmt.Sprintf("evidence.sources[%d].derived[%d].expression", i, j),
 					"source %q, derived field %q: %v", s.GetName(), d.GetName(), err)
@@ -292,6 +329,22 @@ func compileDerived(c *contractv1.Contract) (map[string]map[string]*expr.Program
 		}
 	}
 	return out, nil
+}
+
+// derivedField compiles a derived field's expression, or returns what cm
+// compiled the same expression to. A nil cm compiles every expression.
+func (cm *Compiler) derivedField(src string) (*expr.Program, error) {
+	if cm == nil {
+		return recordEnv.Compile(src, expr.Scalar)
+	}
+	if p, ok := cm.derived.Get(src); ok {
+		return p, nil
+	}
+	p, err := recordEnv.Compile(src, expr.Scalar)
+	if err == nil {
+		cm.derived.Put(src, p)
+	}
+	return p, err
 }
 
 // SourceFields lists what a source grant releases (raw, derived and

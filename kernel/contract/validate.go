@@ -25,7 +25,7 @@ func invalid(field, format string, args ...any) error {
 // Validate refuses a malformed or contradictory contract with an error that
 // names the offending field.
 func Validate(c *contractv1.Contract) error {
-	if err := checkEnums(c.ProtoReflect(), ""); err != nil {
+	if err := checkEnums(c.ProtoReflect()); err != nil {
 		return err
 	}
 	if c.GetContractId() == "" {
@@ -160,7 +160,7 @@ func Validate(c *contractv1.Contract) error {
 
 // ValidateFacts refuses malformed self-declared facts.
 func ValidateFacts(f *contractv1.Facts) error {
-	if err := checkEnums(f.ProtoReflect(), ""); err != nil {
+	if err := checkEnums(f.ProtoReflect()); err != nil {
 		return err
 	}
 	if f.GetAmount() != nil {
@@ -222,37 +222,79 @@ func checkNames(field string, names, known []string) error {
 
 // checkEnums refuses enum numbers the schema does not define: protobuf
 // enums are open, so a decoder accepts 7 where only 0..3 exist.
-func checkEnums(m protoreflect.Message, prefix string) error {
-	var err error
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		name := prefix + string(fd.Name())
+func checkEnums(m protoreflect.Message) error { return checkMessageEnums(m, nil) }
+
+// fieldPath is where a value sits in the message checked, built on the
+// stack as the walk descends and spelled out only for an error: a
+// contract's argument schemas alone hold hundreds of values.
+type fieldPath struct {
+	parent *fieldPath
+	// name is a field's name; in an element of the list or map its
+	// parent names, index or key says which.
+	name  string
+	elem  bool
+	index int
+	key   protoreflect.MapKey
+}
+
+func (p *fieldPath) String() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.elem && p.key.IsValid():
+		return fmt.Sprintf("%s[%v]", p.parent, p.key.Interface())
+	case p.elem:
+		return fmt.Sprintf("%s[%d]", p.parent, p.index)
+	case p.parent == nil:
+		return p.name
+	default:
+		return p.parent.String() + "." + p.name
+	}
+}
+
+func checkMessageEnums(m protoreflect.Message, at *fieldPath) error {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
+		field := fieldPath{parent: at, name: string(fd.Name())}
+		v := m.Get(fd)
 		switch {
 		case fd.IsList():
 			l := v.List()
-			for i := 0; i < l.Len() && err == nil; i++ {
-				err = checkValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", name, i))
+			for j := range l.Len() {
+				if err := checkValue(fd, l.Get(j), &fieldPath{parent: &field, elem: true, index: j}); err != nil {
+					return err
+				}
 			}
 		case fd.IsMap():
+			var err error
 			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-				err = checkValue(fd.MapValue(), mv, fmt.Sprintf("%s[%v]", name, k.Interface()))
+				err = checkValue(fd.MapValue(), mv, &fieldPath{parent: &field, elem: true, key: k})
 				return err == nil
 			})
+			if err != nil {
+				return err
+			}
 		default:
-			err = checkValue(fd, v, name)
+			if err := checkValue(fd, v, &field); err != nil {
+				return err
+			}
 		}
-		return err == nil
-	})
-	return err
+	}
+	return nil
 }
 
-func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, name string) error {
+func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, at *fieldPath) error {
 	switch fd.Kind() {
 	case protoreflect.EnumKind:
 		if fd.Enum().Values().ByNumber(v.Enum()) == nil {
-			return invalid(name, "unknown enum value %d for %s", v.Enum(), fd.Enum().FullName())
+			return invalid(at.String(), "unknown enum value %d for %s", v.Enum(), fd.Enum().FullName())
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return checkEnums(v.Message(), name+".")
+		return checkMessageEnums(v.Message(), at)
 	}
 	return nil
 }
