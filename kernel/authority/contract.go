@@ -83,7 +83,7 @@ const maxCompiled = 8192
 
 // compiledItem returns a contract item's compiled contract. A compacted
 // item's contract is loaded from the journal only when no item with the
-// same content was compiled before.
+// same content is kept compiled.
 func (k *Kernel) compiledItem(item *ledgerv1.CanonItem) (*compiled, error) {
 	if cc, ok := k.compile.Get(item.GetContentHash()); ok {
 		return cc, nil
