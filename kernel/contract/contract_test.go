@@ -309,8 +309,7 @@ func TestUnknownEnumNamesItsPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Action.Tools[0].InputSchema.Fields["properties"].GetStructValue().Fields["claim_id"] = structpb.NewNullValue()
-	c.Action.Tools[0].InputSchema.Fields["properties"].GetStructValue().Fields["claim_id"].Kind = &structpb.Value_NullValue{NullValue: 3}
+	c.Action.Tools[0].InputSchema.Fields["properties"].GetStructValue().Fields["claim_id"] = &structpb.Value{Kind: &structpb.Value_NullValue{NullValue: 3}}
 	_, err = contract.Compile(c)
 	want := "action.tools[0].input_schema.fields[properties].struct_value.fields[claim_id].null_value: unknown enum value 3 for google.protobuf.NullValue"
 	if err == nil || !strings.Contains(err.Error(), want) {

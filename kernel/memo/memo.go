@@ -6,9 +6,11 @@ import "sync"
 // Nothing may depend on a key still being there: a caller that misses
 // does the work again.
 type Map[V any] struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]V
+	mu  sync.Mutex
+	max int
+	m   map[string]V
+	// order holds the keys in the order they came, a ring once full:
+	// next is the oldest.
 	order []string
 	next  int
 }
@@ -21,16 +23,19 @@ func (m *Map[V]) Put(k string, v V) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m, m.order = map[string]V{}, make([]string, m.max)
+		m.m, m.order = map[string]V{}, make([]string, 0, m.max)
 	}
 	if _, ok := m.m[k]; ok {
 		return
 	}
-	if old := m.order[m.next]; old != "" {
-		delete(m.m, old)
+	if len(m.order) < m.max {
+		m.order = append(m.order, k)
+	} else {
+		delete(m.m, m.order[m.next])
+		m.order[m.next] = k
+		m.next = (m.next + 1) % m.max
 	}
-	m.m[k], m.order[m.next] = v, k
-	m.next = (m.next + 1) % m.max
+	m.m[k] = v
 }
 
 // Get returns what k is remembered as.

@@ -46,3 +46,18 @@ func TestEmptyAndTiny(t *testing.T) {
 		t.Errorf("Get(b) = %q, %v; want y, true", v, ok)
 	}
 }
+
+// TestEmptyKeyForgotten: the empty key is a key like any other, forgotten
+// in its turn, so the map never holds more than its size.
+func TestEmptyKeyForgotten(t *testing.T) {
+	m := New[int](2)
+	m.Put("", 0)
+	m.Put("a", 1)
+	m.Put("b", 2)
+	if _, ok := m.Get(""); ok {
+		t.Error("the empty key outlived its turn")
+	}
+	if n := m.Len(); n != 2 {
+		t.Errorf("Len() = %d, want 2", n)
+	}
+}
