@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ambitkernel/ambit/sdk/sqldb"
@@ -45,6 +46,30 @@ var KindIndex = []string{
 	`CREATE INDEX IF NOT EXISTS journal_replayed ON journal (seq) WHERE kind = '` + ReplayedKind + `'`,
 }
 
+// RefIndex replaces the index of entries by ref with one by the ref's
+// tail of lowercase hexadecimal digits (schema version 8). The
+// identifiers Ambit issues (cap-, dec-, ev-, eff-, rb- and the rest) end
+// in hex digits that begin with the millisecond they were made, so by
+// their tails the refs a commit adds are appended at the index's end, one
+// page for all of them, where by the whole ref each kind's were added at
+// the end of its prefix's range, inside the index: a page a kind, and
+// often a split of one with its neighbours. A ref is then found by its
+// tail, and the rows that share it are told apart by the whole ref.
+var RefIndex = []string{
+	`DROP INDEX IF EXISTS journal_ref`,
+	`CREATE INDEX IF NOT EXISTS journal_ref_tail ON journal ((` + refTail + `))`,
+}
+
+// refTail is the SQL of a ref's tail: what is left after its last
+// character that is not a lowercase hex digit. SQLite and PostgreSQL
+// spell it alike; RefTail computes the same in Go.
+const refTail = `substr(ref, length(rtrim(ref, '` + hexDigits + `')) + 1)`
+
+const hexDigits = "0123456789abcdef"
+
+// RefTail is ref's tail, as the index of refs keys it.
+func RefTail(ref string) string { return ref[len(strings.TrimRight(ref, hexDigits)):] }
+
 // ErrChain marks a database whose journal is the hash chain of an older
 // kernel.
 var ErrChain = errors.New("the journal is a hash chain written by an older kernel; start on a new database")
@@ -57,7 +82,9 @@ func Migrate(ctx context.Context, db Execer) error {
 	if err := CheckFormat(ctx, db); err != nil {
 		return err
 	}
-	for _, stmt := range append(slices.Clone(Schema), KindIndex...) {
+	// The table, then the indexes as later versions replaced Schema's.
+	stmts := append([]string{Schema[0]}, KindIndex...)
+	for _, stmt := range append(stmts, RefIndex...) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("journal schema: %w", err)
 		}
@@ -307,11 +334,12 @@ func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([
 	var out []Entry
 	for len(refs) > 0 {
 		n := min(len(refs), refsPerRead)
-		args := make([]any, n)
+		args := make([]any, 2*n)
 		for i, r := range refs[:n] {
-			args[i] = r
+			args[i], args[n+i] = RefTail(r), r
 		}
-		es, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE ref IN (`+sqldb.Placeholders(n)+`) ORDER BY seq`, args...)
+		ph := sqldb.Placeholders(n)
+		es, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE `+refTail+` IN (`+ph+`) AND ref IN (`+ph+`) ORDER BY seq`, args...)
 		if err != nil {
 			return nil, err
 		}

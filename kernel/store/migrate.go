@@ -57,6 +57,11 @@ var migrations = []migration{
 	{version: 7,
 		sqlite:   []string{`CREATE TABLE capabilities_pending (` + capabilityTableV5 + `) WITHOUT ROWID`, allCapabilities},
 		postgres: []string{`CREATE TABLE capabilities_pending (` + capabilityTableV5 + `)`, allCapabilities}},
+	// Pages fewer per commit: the journal finds an entry by the tail of
+	// its ref, which for the identifiers Ambit issues begins with the time,
+	// so a commit's refs are appended at the index's end together
+	// (journal.RefIndex).
+	{version: 8, stmts: journal.RefIndex},
 }
 
 // allCapabilities is every capability: moved or pending (pending.go).

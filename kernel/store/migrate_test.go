@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -24,9 +25,6 @@ func databaseAt(t *testing.T, version int) (string, *sql.DB) {
 	path := filepath.Join(t.TempDir(), "k.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := journal.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	if err := migrateTo(ctx, db, false, version); err != nil {
@@ -285,6 +283,17 @@ func indexNames(t *testing.T, s *Store) []string {
 	return out
 }
 
+// laterIndexes are the indexes of a database of version 5 to 7 with
+// before, once migrated to the latest version that adds added: version 8
+// replaced the index of journal refs with that of their tails.
+func laterIndexes(before []string, added ...string) []string {
+	out := slices.Clone(before)
+	if i := slices.Index(out, "journal_ref"); i >= 0 {
+		out[i] = "journal_ref_tail"
+	}
+	return slices.Sorted(slices.Values(append(out, added...)))
+}
+
 // TestOpenRefusesHashChain: a database holding the older kernel's hash
 // chain is refused before anything is migrated in it.
 func TestOpenRefusesHashChain(t *testing.T) {
@@ -325,7 +334,7 @@ func TestMigrateToVersion5(t *testing.T) {
 	s := startOn(t, path, db)
 	defer s.Close()
 	// Version 6 adds approvals_state.
-	want := slices.Sorted(slices.Values(append(slices.Clone(before), "approvals_state")))
+	want := laterIndexes(before, "approvals_state")
 	if got := indexNames(t, s); !slices.Equal(got, want) {
 		t.Errorf("indexes after the migration = %v, want version 4's and approvals_state: %v", got, want)
 	}
@@ -380,7 +389,7 @@ func TestMigrateToVersion6(t *testing.T) {
 	before := indexNames(t, &Store{ro: db})
 	s := startOn(t, path, db)
 	defer s.Close()
-	want := slices.Sorted(slices.Values(append(slices.Clone(before), "approvals_state")))
+	want := laterIndexes(before, "approvals_state")
 	if got := indexNames(t, s); !slices.Equal(got, want) {
 		t.Errorf("indexes after the migration = %v, want %v", got, want)
 	}
@@ -407,5 +416,43 @@ func TestMigrateToVersion6(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMigrateToVersion8 opens a database a version-7 kernel wrote: its
+// journal's entries are found by ref as before, now through the index of
+// ref tails, which replaced the index of whole refs; the head of the
+// journal is unchanged.
+func TestMigrateToVersion8(t *testing.T) {
+	ctx := context.Background()
+	path, db := databaseAt(t, 7)
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	refs := []string{"cap-0193a1b2c3d4e5f6a7b8c9d0", "dec-0193a1b2c3d4e5f6a7b8c9d1", "CTR-task-01", "task-01", "ev-ABC", "00ff"}
+	for _, ref := range refs {
+		if _, err := journal.Append(ctx, db, at, "kind", ref, []byte("entry of "+ref)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := journal.Head(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := indexNames(t, &Store{ro: db})
+	if !slices.Contains(before, "journal_ref") {
+		t.Fatalf("version 7's indexes = %v, want journal_ref among them", before)
+	}
+	s := startOn(t, path, db)
+	defer s.Close()
+	if got, want := indexNames(t, s), laterIndexes(before); !slices.Equal(got, want) {
+		t.Errorf("indexes after the migration = %v, want %v", got, want)
+	}
+	for _, ref := range refs {
+		es, err := journal.ReadRef(ctx, s.ro, ref)
+		if err != nil || len(es) != 1 || string(es[0].Body) != "entry of "+ref {
+			t.Errorf("ReadRef(%s) after the migration = %+v, %v; want its one entry", ref, es, err)
+		}
+	}
+	if got := s.CommittedHead(); got.Size != head.Size || !bytes.Equal(got.Root, head.Root) {
+		t.Errorf("head after the migration = %d %x, want %d %x", got.Size, got.Root, head.Size, head.Root)
 	}
 }

@@ -675,12 +675,12 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	_ = s.Close()
 	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
-		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 7") {
-		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 7", err)
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 8") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 8", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 8 {
-		t.Errorf("schema_version rows = %d, %v; want the 8 there were", n, err)
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 9 {
+		t.Errorf("schema_version rows = %d, %v; want the 9 there were", n, err)
 	}
 }
 
