@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,6 +113,8 @@ func liveHeap() uint64 {
 //     drawn at random from up to 256 tasks spread over the whole range;
 //   - beside: the same decisions in rounds alternating with decisions on
 //     a store of 10 tasks held beside it, open in the same process.
+//   - stretch: the same decisions, stretchLength in a row, their wall
+//     and CPU time and the collections that ran (stretchOf).
 //
 // The figures at 10 tasks are the baseline the larger sizes are read
 // against. decide's baseline ran minutes before, on a smaller heap: its
@@ -217,6 +220,7 @@ func BenchmarkScale(b *testing.B) {
 				}
 			})
 			r.beside = besideBase(b, w, ps, base, baseProposals)
+			r.stretch = stretchOf(b, w, ps)
 			rows = append(rows, r)
 		})
 	}
@@ -283,6 +287,51 @@ type scaleRow struct {
 	// beside is the ratio of each round of decisions to its baseline's
 	// beside it (besideBase).
 	beside []float64
+	// stretch is a long run of decisions in a row (stretchOf).
+	stretch stretch
+}
+
+// stretch is what a run of decisions in a row cost each decision: its
+// wall time and the process's CPU time, and the collections that ran.
+type stretch struct {
+	wall, cpu   time.Duration
+	collections uint32
+}
+
+// stretchLength is long enough that a million tasks' heap, which Go
+// lets grow to twice the gigabyte kept before it collects, is collected
+// during the stretch: the collector's share of a decision is then in
+// the figure, as it is in a kernel that runs for hours.
+const stretchLength = 100_000
+
+// stretchOf times stretchLength decisions in a row on ps, after a short
+// warm-up. The rounds beside a small store share one process, and so one
+// heap: a collection over a large heap costs both sides alike. A
+// stretch at each size, read against the smallest's, holds it.
+func stretchOf(b *testing.B, w *world, ps []authority.Proposal) stretch {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 2000 {
+		decideOne(b, w, ps, rng)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cpu0, t0 := processCPU(b), time.Now()
+	for range stretchLength {
+		decideOne(b, w, ps, rng)
+	}
+	wall, cpu := time.Since(t0), processCPU(b)-cpu0
+	runtime.ReadMemStats(&after)
+	return stretch{wall: wall / stretchLength, cpu: cpu / stretchLength, collections: after.NumGC - before.NumGC}
+}
+
+// processCPU is the CPU time the process has used, in user and system
+// mode, on all its threads.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // printScale prints the scale figures, each size beside the smallest.
@@ -305,6 +354,13 @@ func printScale(rows []scaleRow) {
 			r.bind.Round(time.Microsecond), float64(r.bind)/float64(base.bind),
 			r.decide.Round(time.Microsecond), float64(r.decide)/float64(base.decide),
 			strings.Join(rounds, " "), lo, mid)
+	}
+	fmt.Printf("\na stretch of %d decisions in a row at each size, the collector's work over its heap included\n", stretchLength)
+	fmt.Printf("%9s | %22s | %22s | %s\n", "tasks", "wall a decision", "process CPU a decision", "collections")
+	for _, r := range rows {
+		st := r.stretch
+		fmt.Printf("%9d | %10s %9.2fx | %10s %9.2fx | %d\n", r.n, st.wall.Round(time.Microsecond), float64(st.wall)/float64(base.stretch.wall),
+			st.cpu.Round(time.Microsecond), float64(st.cpu)/float64(base.stretch.cpu), st.collections)
 	}
 }
 
