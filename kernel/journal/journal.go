@@ -334,12 +334,8 @@ func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([
 	var out []Entry
 	for len(refs) > 0 {
 		n := min(len(refs), refsPerRead)
-		args := make([]any, 2*n)
-		for i, r := range refs[:n] {
-			args[i], args[n+i] = RefTail(r), r
-		}
-		ph := sqldb.Placeholders(n)
-		es, err := read(ctx, q, `SELECT `+columns+` FROM journal WHERE `+refTail+` IN (`+ph+`) AND ref IN (`+ph+`) ORDER BY seq`, args...)
+		query, args := refsQuery(refs[:n])
+		es, err := read(ctx, q, query, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -350,6 +346,17 @@ func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([
 		refs = refs[n:]
 	}
 	return out, nil
+}
+
+// refsQuery selects the entries whose ref is one of refs, in order,
+// through the index of ref tails: by tail, then by the whole ref.
+func refsQuery(refs []string) (string, []any) {
+	args := make([]any, 2*len(refs))
+	for i, r := range refs {
+		args[i], args[len(refs)+i] = RefTail(r), r
+	}
+	ph := sqldb.Placeholders(len(refs))
+	return `SELECT ` + columns + ` FROM journal WHERE ` + refTail + ` IN (` + ph + `) AND ref IN (` + ph + `) ORDER BY seq`, args
 }
 
 func read(ctx context.Context, q Querier, query string, args ...any) ([]Entry, error) {

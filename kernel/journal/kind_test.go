@@ -26,20 +26,7 @@ func TestReplayedKindReadsItsIndex(t *testing.T) {
 	}
 	for _, limit := range []int{0, 10} {
 		query, args := kindQuery(ReplayedKind, 5, limit)
-		rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, db, query, args...)
 		if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH journal USING INDEX journal_replayed") {
 			t.Errorf("limit %d: reading the ledger's entries plans %q, want a search of journal_replayed", limit, plan)
 		}
@@ -62,4 +49,27 @@ func TestReplayedKindReadsItsIndex(t *testing.T) {
 			t.Errorf("ReadKindAfter(%s, 0, 0) = %s, want %s", kind, got, want)
 		}
 	}
+}
+
+// queryPlan is SQLite's plan of query: the detail of each step.
+func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
