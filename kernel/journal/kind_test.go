@@ -15,15 +15,7 @@ import (
 // entry of the journal; another kind is read all the same.
 func TestReplayedKindReadsItsIndex(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file::memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if err := Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := memoryJournal(t)
 	for _, limit := range []int{0, 10} {
 		query, args := kindQuery(ReplayedKind, 5, limit)
 		plan := queryPlan(t, db, query, args...)
@@ -72,4 +64,20 @@ func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// memoryJournal is an empty journal in an in-memory SQLite database.
+func memoryJournal(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file::memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	// One connection: each would open a memory database of its own.
+	db.SetMaxOpenConns(1)
+	if err := Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }

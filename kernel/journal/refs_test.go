@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"strings"
 	"testing"
@@ -14,15 +13,7 @@ import (
 // that index.
 func TestRefIndexKeysTails(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file::memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if err := Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := memoryJournal(t)
 	refs := []string{"task-01", "CTR-task-01", "ev-ABC", "00ff", "cap-0193a1b2c3d4e5f6a7b8c9d0", "café-0a", "dec-"}
 	for _, ref := range refs {
 		if _, err := Append(ctx, db, time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), "k", ref, []byte(ref)); err != nil {
