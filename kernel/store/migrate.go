@@ -4,17 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // A migration brings the schema from version-1 to version. Both databases
 // run the same list, recorded in the same schema_version table; they differ
-// only in column types (postgresTypes) and in how SQLite stores a table
+// only in column types (sqldb.PostgresTypes) and in how SQLite stores a table
 // (sqlite).
 type migration struct {
 	version int
@@ -145,23 +145,6 @@ func schemaVersion() int { return migrations[len(migrations)-1].version }
 // PostgreSQL database at start-up.
 const migrateLock = 0x616d6269_74000001
 
-// postgresTypes maps SQLite's column types onto PostgreSQL's: 64-bit
-// integers (SQLite's INTEGER is 64-bit already) and byte strings.
-var postgresTypes = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`\bINTEGER\b`), "BIGINT"},
-	{regexp.MustCompile(`\bBLOB\b`), "BYTEA"},
-}
-
-func forPostgres(stmt string) string {
-	for _, t := range postgresTypes {
-		stmt = t.re.ReplaceAllString(stmt, t.with)
-	}
-	return stmt
-}
-
 // migrate applies the migrations db has not recorded, in one transaction,
 // and refuses a database written by a newer kernel.
 func migrate(ctx context.Context, db *sql.DB, pg bool) error {
@@ -204,7 +187,7 @@ func migrateTo(ctx context.Context, db *sql.DB, pg bool, to int) error {
 		stmts := slices.Concat(m.stmts, own)
 		for _, stmt := range stmts {
 			if pg {
-				stmt = forPostgres(stmt)
+				stmt = sqldb.PostgresTypes(stmt)
 			}
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("migrate to version %d: %w", m.version, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,25 @@ func OpenPostgres(dsn string, params map[string]string) (*sql.DB, error) {
 		cfg.RuntimeParams[k] = v
 	}
 	return sql.OpenDB(connector{stdlib.GetConnector(*cfg)}), nil
+}
+
+// sqliteToPostgres maps SQLite's column types onto PostgreSQL's: 64-bit
+// integers (SQLite's INTEGER is 64-bit already) and byte strings.
+var sqliteToPostgres = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`\bINTEGER\b`), "BIGINT"},
+	{regexp.MustCompile(`\bBLOB\b`), "BYTEA"},
+}
+
+// PostgresTypes rewrites a schema statement written for SQLite with
+// PostgreSQL's column types, so that one schema serves both databases.
+func PostgresTypes(stmt string) string {
+	for _, t := range sqliteToPostgres {
+		stmt = t.re.ReplaceAllString(stmt, t.with)
+	}
+	return stmt
 }
 
 // redactErr drops the connection string from pgx's parse errors, which

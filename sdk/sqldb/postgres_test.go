@@ -21,6 +21,18 @@ func TestRebind(t *testing.T) {
 	}
 }
 
+func TestPostgresTypes(t *testing.T) {
+	for in, want := range map[string]string{
+		`CREATE TABLE t (seq INTEGER PRIMARY KEY, body BLOB NOT NULL, note TEXT)`: `CREATE TABLE t (seq BIGINT PRIMARY KEY, body BYTEA NOT NULL, note TEXT)`,
+		// Only whole words: a column named like a type keeps its name.
+		`CREATE TABLE blobs (blob_id TEXT, integers INTEGER)`: `CREATE TABLE blobs (blob_id TEXT, integers BIGINT)`,
+	} {
+		if got := sqldb.PostgresTypes(in); got != want {
+			t.Errorf("PostgresTypes(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // TestPostgres opens a real server the way connectors do: '?' queries, the
 // read-only handle refused a write, columns listed, and an unknown column
 // an error.
