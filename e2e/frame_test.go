@@ -65,6 +65,9 @@ func TestOneTraceThroughFourProcesses(t *testing.T) {
 		`ambit_decisions_total\{outcome="allow"\} [1-9]`,
 		`grpc_server_handled_total\{grpc_code="OK",grpc_method="SubmitProposal",grpc_service="ambit.agent.v1.AgentService",grpc_type="unary"\} [1-9]`,
 		`grpc_server_handling_seconds_count\{grpc_method="RedeemCapability",grpc_service="ambit.kernel.v1.AdapterService",grpc_type="unary"\} [1-9]`,
+		// The story's decision, redemption and receipts each committed.
+		`ambit_store_commit_seconds_count [1-9]`,
+		`ambit_store_commit_updates_sum [1-9]`,
 	} {
 		if !regexp.MustCompile(re).Match(body) {
 			t.Errorf("kernel metrics do not match %s", re)

@@ -102,6 +102,7 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 		Help: "Decisions on proposals, by outcome.",
 	}, []string{"outcome"})
 	p.Metrics.MustRegister(decisions)
+	observeCommits(st, p.Metrics)
 
 	agentSrv := p.NewServer("agent", AgentPolicy(), serve.WithInterceptors([]grpc.UnaryServerInterceptor{countDecisions(decisions)}, nil))
 	agentv1.RegisterAgentServiceServer(agentSrv, &Agent{K: k})
@@ -124,6 +125,27 @@ func run(ctx context.Context, cfg *Config, p *service.Process) error {
 	// next start the transitions folded since the previous one.
 	closed := k.Close(context.WithoutCancel(ctx))
 	return errors.Join(err, <-published, closed)
+}
+
+// observeCommits has the store's group commits observed: how long each
+// COMMIT took (the database's writes and, at durability full, its sync:
+// the disk's part of a decision's time) and how many updates it stored.
+func observeCommits(st *store.Store, reg prometheus.Registerer) {
+	took := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ambit_store_commit_seconds",
+		Help:    "Time of each group commit's COMMIT: the database's writes and, at durability full, its sync.",
+		Buckets: []float64{.000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
+	updates := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ambit_store_commit_updates",
+		Help:    "Updates (decisions, receipts, redemptions and the rest) stored by each group commit.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
+	})
+	reg.MustRegister(took, updates)
+	st.ObserveCommits(func(c store.Commit) {
+		took.Observe(c.Took.Seconds())
+		updates.Observe(float64(c.Updates))
+	})
 }
 
 // countDecisions counts the decisions the agent listener answers, by

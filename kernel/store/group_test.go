@@ -156,3 +156,55 @@ func TestUpdateAloneAndOnCommit(t *testing.T) {
 		t.Errorf("%d events, want 40: %v", len(events), events)
 	}
 }
+
+// TestObserveCommits: the observer hears of each commit with the updates
+// it stored, and a batch whose updates all failed commits nothing to hear
+// of.
+func TestObserveCommits(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var commits []store.Commit
+	s.ObserveCommits(func(c store.Commit) {
+		mu.Lock()
+		defer mu.Unlock()
+		commits = append(commits, c)
+	})
+	heard := func() (n, updates int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range commits {
+			if c.Took <= 0 || c.Updates < 1 {
+				t.Errorf("commit heard as %+v", c)
+			}
+			updates += c.Updates
+		}
+		return len(commits), updates
+	}
+	errBoom := errors.New("boom")
+	if err := s.Update(ctx, func(tx store.Tx) error { return errBoom }); !errors.Is(err, errBoom) {
+		t.Fatal(err)
+	}
+	if n, _ := heard(); n != 0 {
+		t.Fatalf("a failed update alone was heard as %d commits", n)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_ = s.Update(ctx, func(tx store.Tx) error {
+				if _, err := tx.Append(t0, "test", fmt.Sprintf("job-%02d", i), nil); err != nil {
+					return err
+				}
+				if i%4 == 0 {
+					return errBoom
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	if got, updates := heard(); got < 1 || got > n || updates != n-n/4 {
+		t.Errorf("heard %d commits of %d updates, want %d updates", got, updates, n-n/4)
+	}
+}

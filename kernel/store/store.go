@@ -176,7 +176,23 @@ type Store struct {
 	// pg is set for a PostgreSQL store, which other kernel replicas may
 	// write too (see shared.go).
 	pg *shared
+
+	// committed, when set, hears of each commit (ObserveCommits).
+	committed atomic.Pointer[func(Commit)]
 }
+
+// Commit is what one group commit took: the time of its COMMIT alone (the
+// database writing the batch's pages and, at durability full, syncing
+// them) and the updates it committed.
+type Commit struct {
+	Took    time.Duration
+	Updates int
+}
+
+// ObserveCommits has f hear of every commit that stores updates, in the
+// writer, after the commit and before its updates return: f must be quick
+// (a metric's observation).
+func (s *Store) ObserveCommits(f func(Commit)) { s.committed.Store(&f) }
 
 // Open opens (creating if needed) the kernel database dsn: an SQLite file
 // path (the embedded default), or a postgres:// URL that several kernel
@@ -454,10 +470,14 @@ func (s *Store) runBatch(batch []*job) {
 	}
 	committed := false
 	if ran {
+		t0 := time.Now()
 		if err := sqlTx.Commit(); err != nil {
 			fail(fmt.Errorf("commit: %w", err))
 		} else {
 			committed = true
+			if f := s.committed.Load(); f != nil {
+				(*f)(Commit{Took: time.Since(t0), Updates: countNil(results)})
+			}
 		}
 	} else {
 		_ = sqlTx.Rollback()
@@ -477,6 +497,16 @@ func (s *Store) runBatch(batch []*job) {
 		}
 		j.done <- results[i]
 	}
+}
+
+// countNil counts the updates that did not fail.
+func countNil(errs []error) (n int) {
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // grew publishes the journal's size after a commit.
