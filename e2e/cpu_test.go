@@ -385,7 +385,10 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // 1 in flight. The client making the calls (this process, an agent on the
 // same machine) profiles itself beside them, unless go test -cpuprofile
 // holds the profiler. With strace on PATH it then counts the kernel's
-// system calls per no-op and per decision at 1 in flight. It does so at
+// system calls per no-op and per decision at 1 in flight. Apart from the
+// profiles it splits a no-op's and a decision's wall time at 1 in flight
+// by the kernel's own metrics: inside its handler, in its store's
+// COMMITs, and outside the handler (wallUnder). It does so at
 // each durability level (AMBIT_BENCH_DURABILITY picks one), and times the
 // disk's fdatasync in the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
@@ -399,7 +402,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 	if d := os.Getenv("AMBIT_BENCH_DURABILITY"); d != "" {
 		durabilities = []string{d}
 	}
-	const window = 5 * time.Second
+	const window, wallWindow = 5 * time.Second, 3 * time.Second
 	procs := []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier}
 	self := canProfileSelf()
 	// strace counts the kernel's system calls, apart from the profiles:
@@ -460,6 +463,18 @@ func BenchmarkKernelCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+		// Where the time goes at one in flight, apart from the profiles.
+		var wallNoop, wallDecision wallSplit
+		wallErr := errors.New("not measured")
+		b.Run(fmt.Sprintf("wall-%s/c=1", durability), func(b *testing.B) {
+			metrics := st.Addr(devstack.Kernel, "metrics")
+			if wallNoop, wallErr = wallUnder(ctx, metrics, "grpc.health.v1.Health", "Check", wallWindow, calls.noop); wallErr == nil {
+				wallDecision, wallErr = wallUnder(ctx, metrics, "ambit.agent.v1.AgentService", "SubmitProposal", wallWindow, calls.propose)
+			}
+			if wallErr != nil {
+				b.Fatal(wallErr)
+			}
+		})
 		var noopSys, decisionSys map[string]float64
 		sysErr := errors.New("strace is not on PATH")
 		if strace != "" {
@@ -487,6 +502,9 @@ func BenchmarkKernelCPU(b *testing.B) {
 		}
 		if loop != nil {
 			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
+		}
+		if wallErr == nil {
+			printWall(durability, wallWindow, wallNoop, wallDecision)
 		}
 		if sysErr == nil {
 			printSyscalls(noopSys, decisionSys)
