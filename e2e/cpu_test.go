@@ -386,9 +386,9 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // same machine) profiles itself beside them, unless go test -cpuprofile
 // holds the profiler. With strace on PATH it then counts the kernel's
 // system calls per no-op and per decision at 1 in flight. Apart from the
-// profiles it splits a no-op's and a decision's wall time at 1 in flight
-// by the kernel's own metrics: inside its handler, in its store's
-// COMMITs, and outside the handler (wallUnder). It does so at
+// profiles it splits the wall time of a no-op, a decision and a whole
+// loop at 1 in flight by the kernel's own metrics: inside its handlers,
+// in its store's COMMITs, and outside (wallUnder). It does so at
 // each durability level (AMBIT_BENCH_DURABILITY picks one), and times the
 // disk's fdatasync in the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
@@ -464,12 +464,15 @@ func BenchmarkKernelCPU(b *testing.B) {
 			}
 		})
 		// Where the time goes at one in flight, apart from the profiles.
-		var wallNoop, wallDecision wallSplit
+		var wallNoop, wallDecision, wallLoop wallSplit
 		wallErr := errors.New("not measured")
 		b.Run(fmt.Sprintf("wall-%s/c=1", durability), func(b *testing.B) {
 			metrics := st.Addr(devstack.Kernel, "metrics")
 			if wallNoop, wallErr = wallUnder(ctx, metrics, "grpc.health.v1.Health", "Check", wallWindow, calls.noop); wallErr == nil {
 				wallDecision, wallErr = wallUnder(ctx, metrics, "ambit.agent.v1.AgentService", "SubmitProposal", wallWindow, calls.propose)
+			}
+			if wallErr == nil {
+				wallLoop, wallErr = wallUnder(ctx, metrics, "", "", wallWindow, func(i int) error { return loopOnce(ctx, st, i) })
 			}
 			if wallErr != nil {
 				b.Fatal(wallErr)
@@ -504,7 +507,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
 		}
 		if wallErr == nil {
-			printWall(durability, wallWindow, wallNoop, wallDecision)
+			printWall(durability, wallWindow, wallNoop, wallDecision, wallLoop)
 		}
 		if sysErr == nil {
 			printSyscalls(noopSys, decisionSys)
