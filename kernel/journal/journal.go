@@ -14,20 +14,25 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 )
 
-// Schema creates the journal's table and indexes. Rows are never updated
-// or deleted by Ambit. Each row keeps, beside the entry, its leaf hash and
-// the hashes of the perfect subtrees it completes (smallest first), so
-// that any subtree's hash is one read away: subtree (level l, index i) is
-// stored by entry (i+1)<<l at offset 32*l.
-var Schema = []string{
-	`CREATE TABLE IF NOT EXISTS journal (
+// Table creates the journal's table. Rows are never updated or deleted by
+// Ambit. Each row keeps, beside the entry, its leaf hash and the hashes of
+// the perfect subtrees it completes (smallest first), so that any
+// subtree's hash is one read away: subtree (level l, index i) is stored by
+// entry (i+1)<<l at offset 32*l.
+const Table = `CREATE TABLE IF NOT EXISTS journal (
 		seq         INTEGER PRIMARY KEY,
 		recorded_at TEXT    NOT NULL,
 		kind        TEXT    NOT NULL,
 		ref         TEXT    NOT NULL,
 		body        BLOB    NOT NULL,
 		hashes      BLOB    NOT NULL
-	)`,
+	)`
+
+// Schema creates the journal's table and its first indexes, as schema
+// version 1 did; later versions replaced the indexes (KindIndex,
+// RefIndex).
+var Schema = []string{
+	Table,
 	`CREATE INDEX IF NOT EXISTS journal_kind ON journal (kind, seq)`,
 	// A receipt is exported by its identifier.
 	`CREATE INDEX IF NOT EXISTS journal_ref ON journal (ref)`,
@@ -83,7 +88,7 @@ func Migrate(ctx context.Context, db Execer) error {
 		return err
 	}
 	// The table, then the indexes as later versions replaced Schema's.
-	stmts := append([]string{Schema[0]}, KindIndex...)
+	stmts := append([]string{Table}, KindIndex...)
 	for _, stmt := range append(stmts, RefIndex...) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("journal schema: %w", err)

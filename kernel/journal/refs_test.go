@@ -45,7 +45,7 @@ func TestRefIndexOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	for _, stmt := range append([]string{Schema[0]}, RefIndex...) {
+	for _, stmt := range append([]string{Table}, RefIndex...) {
 		if _, err := db.ExecContext(ctx, sqldb.PostgresTypes(stmt)); err != nil {
 			t.Fatal(err)
 		}
