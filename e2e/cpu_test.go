@@ -387,8 +387,9 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // holds the profiler. With strace on PATH it then counts the kernel's
 // system calls per no-op and per decision at 1 in flight. Apart from the
 // profiles it splits the wall time of a no-op, a decision and a whole
-// loop at 1 in flight by the kernel's own metrics: inside its handlers,
-// in its store's COMMITs, and outside (wallUnder). It does so at
+// loop at 1 in flight by the processes' own metrics: inside the kernel's
+// handler, in its store's COMMITs, and outside; and a loop's in each
+// process's handlers less the calls they make, and the rest (wallUnder). It does so at
 // each durability level (AMBIT_BENCH_DURABILITY picks one), and times the
 // disk's fdatasync in the stack's folder. A profile costs a process a few percent, so these
 // runs are apart from BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES
@@ -402,7 +403,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 	if d := os.Getenv("AMBIT_BENCH_DURABILITY"); d != "" {
 		durabilities = []string{d}
 	}
-	const window, wallWindow = 5 * time.Second, 3 * time.Second
+	const window, wallLength = 5 * time.Second, 3 * time.Second
 	procs := []string{devstack.Kernel, devstack.Evidence, devstack.Action, devstack.Verifier}
 	self := canProfileSelf()
 	// strace counts the kernel's system calls, apart from the profiles:
@@ -464,15 +465,15 @@ func BenchmarkKernelCPU(b *testing.B) {
 			}
 		})
 		// Where the time goes at one in flight, apart from the profiles.
-		var wallNoop, wallDecision, wallLoop wallSplit
+		var wallNoop, wallDecision, wallLoop wallWindow
 		wallErr := errors.New("not measured")
 		b.Run(fmt.Sprintf("wall-%s/c=1", durability), func(b *testing.B) {
-			metrics := st.Addr(devstack.Kernel, "metrics")
-			if wallNoop, wallErr = wallUnder(ctx, metrics, "grpc.health.v1.Health", "Check", wallWindow, calls.noop); wallErr == nil {
-				wallDecision, wallErr = wallUnder(ctx, metrics, "ambit.agent.v1.AgentService", "SubmitProposal", wallWindow, calls.propose)
+			kernel := []string{devstack.Kernel}
+			if wallNoop, wallErr = wallUnder(ctx, st, kernel, wallLength, calls.noop); wallErr == nil {
+				wallDecision, wallErr = wallUnder(ctx, st, kernel, wallLength, calls.propose)
 			}
 			if wallErr == nil {
-				wallLoop, wallErr = wallUnder(ctx, metrics, "", "", wallWindow, func(i int) error { return loopOnce(ctx, st, i) })
+				wallLoop, wallErr = wallUnder(ctx, st, procs, wallLength, func(i int) error { return loopOnce(ctx, st, i) })
 			}
 			if wallErr != nil {
 				b.Fatal(wallErr)
@@ -507,7 +508,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
 		}
 		if wallErr == nil {
-			printWall(durability, wallWindow, wallNoop, wallDecision, wallLoop)
+			printWall(durability, wallLength, wallNoop, wallDecision, wallLoop)
 		}
 		if sysErr == nil {
 			printSyscalls(noopSys, decisionSys)

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,69 +8,100 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ambitkernel/ambit/sdk/devstack"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// wallSplit is where a call's wall time goes at one call in flight, in µs
-// a call: as the client sees it, inside the kernel's handler (the gRPC
-// server's handling-time histogram, which the interceptors are inside
-// of), and in the store's COMMITs (the database's writes and, at
-// durability full, its sync), with the COMMITs a call. The calls are back
-// to back, so the client's time a call is the window over the calls.
-type wallSplit struct {
-	call, handler, commit, commits float64
+// wallWindow is what the processes' metrics said just before and just
+// after a window of calls at one in flight, with the calls that ended in
+// it and its length. The calls are back to back, so a call's time as the
+// client sees it is the window's length over the calls.
+type wallWindow struct {
+	calls         int64
+	length        time.Duration
+	before, after map[string]map[string]*dto.MetricFamily // by process
 }
 
-// outside is a call's time outside the kernel's handler: the client,
-// the transport both ways, and the server's decoding and encoding.
-func (w wallSplit) outside() float64 { return w.call - w.handler }
-
-// wallUnder runs op at one in flight for about d, and reads the kernel's
-// metrics at metricsAddr just before and after: its handling time of
-// method (of service) and its COMMITs over the calls it handled
-// meanwhile. With no method, op is a loop of several calls: the handling
-// time is of every method but the health checks', and what is per call is
-// per op.
-func wallUnder(ctx context.Context, metricsAddr, service, method string, d time.Duration, op func(i int) error) (wallSplit, error) {
-	var before, after map[string]*dto.MetricFamily
-	var window time.Duration
-	calls, err := underLoad(1, op, func() error {
+// wallUnder runs op at one in flight for about d, and reads the metrics
+// of procs (devstack's names) just before and after.
+func wallUnder(ctx context.Context, st *stack, procs []string, d time.Duration, op func(i int) error) (wallWindow, error) {
+	w := wallWindow{before: map[string]map[string]*dto.MetricFamily{}, after: map[string]map[string]*dto.MetricFamily{}}
+	read := func(into map[string]map[string]*dto.MetricFamily) error {
+		for _, proc := range procs {
+			m, err := scrapeMetrics(ctx, st.Addr(proc, "metrics"))
+			if err != nil {
+				return fmt.Errorf("%s: %w", proc, err)
+			}
+			into[proc] = m
+		}
+		return nil
+	}
+	var err error
+	w.calls, err = underLoad(1, op, func() error {
 		t0 := time.Now()
-		var err error
-		if before, err = scrapeMetrics(ctx, metricsAddr); err != nil {
+		if err := read(w.before); err != nil {
 			return err
 		}
 		time.Sleep(d)
-		after, err = scrapeMetrics(ctx, metricsAddr)
-		window = time.Since(t0)
+		err := read(w.after)
+		w.length = time.Since(t0)
 		return err
 	})
-	if err != nil {
-		return wallSplit{}, err
+	if err == nil && w.calls == 0 {
+		err = fmt.Errorf("no call ended in %s", d)
 	}
-	labels := map[string]string{"grpc_service": service, "grpc_method": method}
-	if method == "" {
-		labels = nil
+	return w, err
+}
+
+// call is a call's time as the client saw it, in µs.
+func (w wallWindow) call() float64 { return float64(w.length.Microseconds()) / float64(w.calls) }
+
+// grew is, per call, what histogram name of proc grew by over the window
+// (its series whose labels include labels): its sum in µs and its count.
+func (w wallWindow) grew(proc, name string, labels map[string]string) (µs, count float64) {
+	sum, n := histogramDelta(w.before[proc], w.after[proc], name, labels)
+	return sum * 1e6 / float64(w.calls), float64(n) / float64(w.calls)
+}
+
+// background are the methods called outside any call of the loop: the
+// evidence adapter's watcher polls the kernel for the records to watch.
+var background = []map[string]string{{"grpc_method": "WatchedRecords"}}
+
+// handled is proc's time per call in its handlers of service's method, or
+// in every handler but the health checks' and the background's when
+// method is empty; its interceptors are inside that time.
+func (w wallWindow) handled(proc, service, method string) float64 {
+	const name = "grpc_server_handling_seconds"
+	if method != "" {
+		µs, _ := w.grew(proc, name, map[string]string{"grpc_service": service, "grpc_method": method})
+		return µs
 	}
-	handled, handledN := histogramDelta(before, after, "grpc_server_handling_seconds", labels)
-	committed, commits := histogramDelta(before, after, "ambit_store_commit_seconds", nil)
-	if calls == 0 || handledN == 0 {
-		return wallSplit{}, fmt.Errorf("no %s call ended while the metrics were read", cmp.Or(method, "loop"))
+	return w.grewBut(proc, name, append([]map[string]string{{"grpc_service": "grpc.health.v1.Health"}}, background...))
+}
+
+// own is proc's time per call in its handlers less the gRPC calls it made
+// from them: its own work, its store, and the HTTP calls it makes.
+func (w wallWindow) own(proc string) float64 {
+	return w.handled(proc, "", "") - w.grewBut(proc, "grpc_client_handling_seconds", background)
+}
+
+// grewBut is, per call, what histogram name of proc grew by in µs, less
+// its series that match any of but.
+func (w wallWindow) grewBut(proc, name string, but []map[string]string) float64 {
+	all, _ := w.grew(proc, name, nil)
+	for _, labels := range but {
+		µs, _ := w.grew(proc, name, labels)
+		all -= µs
 	}
-	n := float64(handledN)
-	if method == "" {
-		// Per loop, over the loops that ended between the reads.
-		checks, _ := histogramDelta(before, after, "grpc_server_handling_seconds", map[string]string{"grpc_service": "grpc.health.v1.Health"})
-		handled, n = handled-checks, float64(calls)
-	}
-	return wallSplit{
-		call:    float64(window.Microseconds()) / float64(calls),
-		handler: handled / n * 1e6,
-		commit:  committed / n * 1e6,
-		commits: float64(commits) / n,
-	}, nil
+	return all
+}
+
+// commits are the kernel's store's COMMITs per call, and their time in
+// µs: the database's writes and, at durability full, its syncs.
+func (w wallWindow) commits() (µs, n float64) {
+	return w.grew(devstack.Kernel, "ambit_store_commit_seconds", nil)
 }
 
 // scrapeMetrics reads a process's Prometheus metrics.
@@ -120,27 +150,45 @@ func histogramTotal(f *dto.MetricFamily, labels map[string]string) (sum float64,
 	return sum, count
 }
 
-// printWall prints where a no-op's, a decision's and a whole loop's wall
-// time go at one in flight.
-func printWall(durability string, d time.Duration, noop, decision, loop wallSplit) {
-	fmt.Printf("%-66s %13s %13s %13s\n", fmt.Sprintf("wall time at 1 in flight, durability %s (µs, means over %s)", durability, d), "no-op", "decision", "loop")
-	for _, row := range []struct {
-		name             string
-		v                func(wallSplit) float64
-		fractionalDigits int
-	}{
-		{"the client's call (the loop's calls), end to end", func(w wallSplit) float64 { return w.call }, 0},
-		{"in the kernel's handlers, their interceptors included", func(w wallSplit) float64 { return w.handler }, 0},
-		{"  of it or beside it, the store's COMMITs: writes and, at full, sync", func(w wallSplit) float64 { return w.commit }, 0},
-		{"  COMMITs (the calls' own, and the background's)", func(w wallSplit) float64 { return w.commits }, 2},
-		{"outside the kernel's handlers: client, transport, other processes", wallSplit.outside, 0},
-	} {
-		fmt.Printf("%-66s", row.name)
-		for _, w := range []wallSplit{noop, decision, loop} {
-			fmt.Printf(" %13.*f", row.fractionalDigits, row.v(w))
+// printWall prints where a no-op's and a decision's wall time go at one
+// in flight, and a whole loop's.
+func printWall(durability string, d time.Duration, noop, decision, loop wallWindow) {
+	row := func(name string, format string, vs ...float64) {
+		fmt.Printf("%-66s", name)
+		for _, v := range vs {
+			fmt.Printf(" "+format, v)
 		}
 		fmt.Println()
 	}
+	fmt.Printf("%-66s %13s %13s\n", fmt.Sprintf("wall time a call at 1 in flight, durability %s (µs, means over %s)", durability, d), "no-op", "decision")
+	const kernelAgent, kernelHealth = "ambit.agent.v1.AgentService", "grpc.health.v1.Health"
+	noopCommit, noopCommits := noop.commits()
+	decisionCommit, decisionCommits := decision.commits()
+	noopIn, decisionIn := noop.handled(devstack.Kernel, kernelHealth, "Check"), decision.handled(devstack.Kernel, kernelAgent, "SubmitProposal")
+	row("the client's call, end to end", "%13.0f", noop.call(), decision.call())
+	row("in the kernel's handler, its interceptors included", "%13.0f", noopIn, decisionIn)
+	row("  of it or beside it, the store's COMMITs: writes and, at full, sync", "%13.0f", noopCommit, decisionCommit)
+	row("  COMMITs a call (the call's own, and the background's)", "%13.2f", noopCommits, decisionCommits)
+	row("outside the handler: the client, transport, decoding, encoding", "%13.0f", noop.call()-noopIn, decision.call()-decisionIn)
+
+	fmt.Printf("%-66s %13s\n", fmt.Sprintf("the whole loop at 1 in flight, durability %s (µs a loop)", durability), "loop")
+	loopCommit, loopCommits := loop.commits()
+	rest := loop.call()
+	row("the client's loop, end to end", "%13.0f", loop.call())
+	for _, p := range []struct{ proc, name string }{
+		{devstack.Kernel, "in the kernel's handlers"},
+		{devstack.Evidence, "in the evidence adapter's, less its calls to the kernel"},
+		{devstack.Action, "in the action adapter's, less its gRPC calls (its HTTP stays)"},
+		{devstack.Verifier, "in the verifier's, less its calls to the kernel"},
+	} {
+		own := loop.own(p.proc)
+		rest -= own
+		row(p.name, "%13.0f", own)
+		if p.proc == devstack.Kernel {
+			row(fmt.Sprintf("  of it or beside it, its store's %.2f COMMITs", loopCommits), "%13.0f", loopCommit)
+		}
+	}
+	row("the rest: the client's own work, and every hop's transport", "%13.0f", rest)
 }
 
 // TestHistogramDelta reads the growth of a histogram's series that match
