@@ -88,8 +88,7 @@ func Migrate(ctx context.Context, db Execer) error {
 		return err
 	}
 	// The table, then the indexes as later versions replaced Schema's.
-	stmts := append([]string{Table}, KindIndex...)
-	for _, stmt := range append(stmts, RefIndex...) {
+	for _, stmt := range slices.Concat([]string{Table}, KindIndex, RefIndex) {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("journal schema: %w", err)
 		}

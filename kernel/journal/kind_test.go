@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 	_ "modernc.org/sqlite"
 )
 
@@ -43,10 +44,15 @@ func TestReplayedKindReadsItsIndex(t *testing.T) {
 	}
 }
 
-// queryPlan is SQLite's plan of query: the detail of each step.
+// queryPlan is the database's plan of query, a line a step: SQLite's
+// EXPLAIN QUERY PLAN details, or PostgreSQL's EXPLAIN.
 func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	t.Helper()
-	rows, err := db.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	explain := `EXPLAIN QUERY PLAN `
+	if sqldb.IsPostgresDB(db) {
+		explain = `EXPLAIN `
+	}
+	rows, err := db.Query(explain+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +60,15 @@ func queryPlan(t *testing.T, db *sql.DB, query string, args ...any) []string {
 	var plan []string
 	for rows.Next() {
 		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+		var step string
+		into := []any{&id, &parent, &unused, &step}
+		if sqldb.IsPostgresDB(db) {
+			into = []any{&step}
+		}
+		if err := rows.Scan(into...); err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
+		plan = append(plan, step)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
