@@ -203,7 +203,7 @@ func Selects(ctx context.Context, db *sql.DB, table string, columns []string) ([
 		}
 		return out, nil
 	}
-	types, err := postgresTypes(ctx, db, table)
+	types, err := postgresColumnTypes(ctx, db, table)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +224,8 @@ var postgresScalar = map[string]bool{
 	"text": true, "character varying": true, "character": true, "bytea": true,
 }
 
-// postgresTypes maps each column of table to its data_type.
-func postgresTypes(ctx context.Context, db *sql.DB, table string) (map[string]string, error) {
+// postgresColumnTypes maps each column of table to its data_type.
+func postgresColumnTypes(ctx context.Context, db *sql.DB, table string) (map[string]string, error) {
 	rows, err := db.QueryContext(ctx, `SELECT column_name, data_type FROM information_schema.columns
 		WHERE table_schema = current_schema() AND table_name = ?`, table)
 	if err != nil {
