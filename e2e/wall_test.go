@@ -191,17 +191,21 @@ func printWall(durability string, d time.Duration, noop, decision, loop wallWind
 	row("the rest: the client's own work, and every hop's transport", "%13.0f", rest)
 }
 
+// parseMetrics parses a scrape in the text format.
+func parseMetrics(t *testing.T, text string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
 // TestHistogramDelta reads the growth of a histogram's series that match
 // labels, from two scrapes in the text format.
 func TestHistogramDelta(t *testing.T) {
-	parse := func(text string) map[string]*dto.MetricFamily {
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(strings.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fams
-	}
+	parse := func(text string) map[string]*dto.MetricFamily { return parseMetrics(t, text) }
 	const format = `# TYPE h histogram
 h_bucket{m="a",le="+Inf"} %d
 h_sum{m="a"} %g
@@ -219,5 +223,38 @@ h_count{m="b"} 7
 	}
 	if sum, n := histogramDelta(before, after, "missing", nil); sum != 0 || n != 0 {
 		t.Errorf("a missing histogram grew by %g over %d", sum, n)
+	}
+}
+
+// TestWallWindowLeavesOutBackground: a process's own time a call is its
+// handlers' less the calls it made from them; the health checks it
+// answers and the background polls, made or answered, count on neither
+// side.
+func TestWallWindowLeavesOutBackground(t *testing.T) {
+	// A series of each method, its sum in seconds.
+	series := func(name, labels string, sum float64) string {
+		return fmt.Sprintf("%[1]s_bucket{%[2]s,le=\"+Inf\"} 1\n%[1]s_sum{%[2]s} %[3]g\n%[1]s_count{%[2]s} 1\n", name, labels, sum)
+	}
+	const server, client = "grpc_server_handling_seconds", "grpc_client_handling_seconds"
+	scrape := func(read, poll, check, callAuthorize, callPoll float64) map[string]*dto.MetricFamily {
+		return parseMetrics(t, "# TYPE "+server+" histogram\n"+
+			series(server, `grpc_method="Read"`, read)+
+			series(server, `grpc_method="WatchedRecords"`, poll)+
+			series(server, `grpc_method="Check",grpc_service="grpc.health.v1.Health"`, check)+
+			"# TYPE "+client+" histogram\n"+
+			series(client, `grpc_method="AuthorizeRead"`, callAuthorize)+
+			series(client, `grpc_method="WatchedRecords"`, callPoll))
+	}
+	w := wallWindow{calls: 10,
+		before: map[string]map[string]*dto.MetricFamily{"p": scrape(1, 1, 1, 1, 1)},
+		after:  map[string]map[string]*dto.MetricFamily{"p": scrape(1.010, 1.5, 1.3, 1.004, 1.2)},
+	}
+	// 10 ms in Read over 10 calls, 4 ms of it calling out: 1,000 µs a
+	// call in the handlers, 600 µs of its own.
+	if got := w.handled("p", "", ""); got < 999 || got > 1001 {
+		t.Errorf("handled = %.1f µs a call, want 1000: the polls and the checks left out", got)
+	}
+	if got := w.own("p"); got < 599 || got > 601 {
+		t.Errorf("own = %.1f µs a call, want 600: the calls made from handlers subtracted, the polls not", got)
 	}
 }
