@@ -141,8 +141,9 @@ func measure(b *testing.B, name string, conc int, op func(i int) error) figure {
 // BenchmarkNetworked measures SubmitProposal over gRPC with mutual TLS at
 // concurrency 1, 16 and 64 with the kernel's store at both durability
 // levels (normal and full; AMBIT_BENCH_DURABILITY picks one), each beside
-// a no-op call (a health check) on the same listener in the same run; the
-// whole read → propose → execute → readback loop beside its bare hops at
+// a no-op call (a health check) on the same listener and the same
+// proposal answered with a prepared reply by the kernel's server stack
+// without its work (startPrepared), in the same run; the whole read → propose → execute → readback loop beside its bare hops at
 // each level; and, when AMBIT_BENCH_OPA names an opa binary, an OPA server
 // deciding the seed suite at the same concurrencies. It prints the ratios
 // of each round, and with AMBIT_BENCH_ROUNDS > 1 their minimum and median
@@ -210,6 +211,28 @@ type benchCalls struct {
 	// propose submits the same granted proposal on the bench task, with
 	// evidence read once.
 	propose func(int) error
+	// proposal is what propose submits.
+	proposal client.Proposal
+}
+
+// preparedCalls starts a prepared-reply process for st (startPrepared)
+// answering calls' proposal with the decision the kernel made for it,
+// and returns the call submitting that proposal to it, and what stops
+// the process.
+func preparedCalls(b *testing.B, st *stack, calls benchCalls) (func(int) error, func()) {
+	ctx := context.Background()
+	d, err := st.Agent.Propose(ctx, calls.proposal)
+	if err != nil || !d.Allowed() {
+		b.Fatalf("the decision to prepare: %v %v", d, err)
+	}
+	agent, stop := startPrepared(b, st, d.SubmitProposalResponse)
+	return func(int) error {
+		d, err := agent.Propose(ctx, calls.proposal)
+		if err == nil && !d.Allowed() {
+			err = fmt.Errorf("decision %v", d.GetDecision())
+		}
+		return err
+	}, stop
 }
 
 // startBench starts a stack with o, seeds the loop's claims, binds the
@@ -229,17 +252,12 @@ func startBench(b *testing.B, o devstack.Options, retries *atomic.Int64) (*stack
 	// reaches the disk now, not by writeback while the commits measured
 	// next share the disk with it.
 	syscall.Sync()
-	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	submit := benchProposal(ctx, b, st)
 	agentConn, err := st.Conn(ctx, st.Kernel.Agent, "agent")
 	if err != nil {
 		b.Fatal(err)
 	}
 	health := healthpb.NewHealthClient(agentConn)
-	submit := client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
-		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
 	return st, benchCalls{
 		noop: func(int) error {
 			_, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
@@ -256,7 +274,20 @@ func startBench(b *testing.B, o devstack.Options, retries *atomic.Int64) (*stack
 			}
 			return err
 		},
+		proposal: submit,
 	}
+}
+
+// benchProposal is the granted proposal the benchmarks make on the bench
+// task (bindBenchTask), citing evidence read once.
+func benchProposal(ctx context.Context, tb testing.TB, st *stack) client.Proposal {
+	tb.Helper()
+	r, err := st.Agent.Read(ctx, "bench", demo.RefundPurpose, "claims_db", demo.Claim1001, demo.ClaimFields...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return client.Proposal{Task: "bench", Purpose: demo.RefundPurpose, Tool: "refund",
+		Args: demo.Refund(demo.Claim1001, 1740, demo.Claimant), Evidence: []*client.Evidence{r}}
 }
 
 // networkedRound measures every figure once, each beside its baseline.
@@ -265,14 +296,19 @@ func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retr
 	var figs []figure
 	for _, durability := range durabilities {
 		st, calls := startBench(b, devstack.Options{Durability: durability}, retries)
+		prepared, stopPrepared := preparedCalls(b, st, calls)
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("noop-%s/c=%d", durability, conc), func(b *testing.B) {
 				figs = append(figs, measure(b, "noop-"+durability, conc, calls.noop))
+			})
+			b.Run(fmt.Sprintf("prepared-%s/c=%d", durability, conc), func(b *testing.B) {
+				figs = append(figs, measure(b, "prepared-"+durability, conc, prepared))
 			})
 			b.Run(fmt.Sprintf("submit-%s/c=%d", durability, conc), func(b *testing.B) {
 				figs = append(figs, measure(b, "submit-"+durability, conc, calls.propose))
 			})
 		}
+		stopPrepared()
 		figs = append(figs, measureLoop(b, st, durability)...)
 		// Stopped now, not when the benchmark ends: an idle stack's
 		// processes would share the cores with the next one measured.
@@ -367,6 +403,10 @@ func printSummary(figs []figure, durabilities []string, opa bool) {
 			}
 			row("no-op (mTLS gRPC health check)", n, "")
 			ratio := vs(s, n, "the no-op")
+			if p, ok := last(figs, "prepared-"+d, conc); ok {
+				row("prepared reply (the kernel's stack, no work)", p, vs(p, n, "the no-op"))
+				ratio += "; " + vs(s, p, "prepared")
+			}
 			if o, ok := last(figs, "opa", conc); ok {
 				ratio += "; " + vs(s, o, "OPA")
 			}
@@ -429,11 +469,14 @@ func printRounds(rounds [][]figure, durabilities []string, opa bool) {
 	for _, d := range durabilities {
 		for _, conc := range []int{1, 16, 64} {
 			ratio(fmt.Sprintf("decisions/s ÷ no-op, %s, %d in flight", d, conc), pair("submit-", d, conc, "noop-", d, conc, false))
+			ratio(fmt.Sprintf("prepared replies/s ÷ no-op, %s, %d in flight", d, conc), pair("prepared-", d, conc, "noop-", d, conc, false))
+			ratio(fmt.Sprintf("decisions/s ÷ prepared replies, %s, %d in flight", d, conc), pair("submit-", d, conc, "prepared-", d, conc, false))
 			if opa {
 				ratio(fmt.Sprintf("decisions/s ÷ OPA, %s, %d in flight", d, conc), pair("submit-", d, conc, "opa", "", conc, false))
 			}
 		}
 		ratio(fmt.Sprintf("p50 ÷ no-op, %s, 1 in flight", d), pair("submit-", d, 1, "noop-", d, 1, true))
+		ratio(fmt.Sprintf("prepared reply's p50 ÷ no-op, %s, 1 in flight", d), pair("prepared-", d, 1, "noop-", d, 1, true))
 		ratio(fmt.Sprintf("whole loop p50 ÷ its bare hops, %s", d), pair("loop-", d, 1, "loop-hops-", d, 1, true))
 	}
 }

@@ -23,6 +23,9 @@ import (
 var binDir, examplesDir string
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(preparedEnv); cfg != "" {
+		os.Exit(preparedMain(cfg))
+	}
 	os.Exit(run(m))
 }
 
