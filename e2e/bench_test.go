@@ -216,23 +216,23 @@ type benchCalls struct {
 }
 
 // preparedCalls starts a prepared-reply process for st (startPrepared)
-// answering calls' proposal with the decision the kernel made for it,
-// and returns the call submitting that proposal to it, and what stops
-// the process.
-func preparedCalls(b *testing.B, st *stack, calls benchCalls) (func(int) error, func()) {
+// answering calls' proposal after hold with the decision the kernel made
+// for it, and returns the process and the call submitting that proposal
+// to it.
+func preparedCalls(b *testing.B, st *stack, calls benchCalls, hold time.Duration) (preparedProcess, func(int) error) {
 	ctx := context.Background()
 	d, err := st.Agent.Propose(ctx, calls.proposal)
 	if err != nil || !d.Allowed() {
 		b.Fatalf("the decision to prepare: %v %v", d, err)
 	}
-	agent, stop := startPrepared(b, st, d.SubmitProposalResponse)
-	return func(int) error {
-		d, err := agent.Propose(ctx, calls.proposal)
+	p := startPrepared(b, st, d.SubmitProposalResponse, hold)
+	return p, func(int) error {
+		d, err := p.agent.Propose(ctx, calls.proposal)
 		if err == nil && !d.Allowed() {
 			err = fmt.Errorf("decision %v", d.GetDecision())
 		}
 		return err
-	}, stop
+	}
 }
 
 // startBench starts a stack with o, seeds the loop's claims, binds the
@@ -296,7 +296,7 @@ func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retr
 	var figs []figure
 	for _, durability := range durabilities {
 		st, calls := startBench(b, devstack.Options{Durability: durability}, retries)
-		prepared, stopPrepared := preparedCalls(b, st, calls)
+		preparedProc, prepared := preparedCalls(b, st, calls, 0)
 		for _, conc := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("noop-%s/c=%d", durability, conc), func(b *testing.B) {
 				figs = append(figs, measure(b, "noop-"+durability, conc, calls.noop))
@@ -308,7 +308,7 @@ func networkedRound(b *testing.B, durabilities []string, base *opaBaseline, retr
 				figs = append(figs, measure(b, "submit-"+durability, conc, calls.propose))
 			})
 		}
-		stopPrepared()
+		preparedProc.stop()
 		figs = append(figs, measureLoop(b, st, durability)...)
 		// Stopped now, not when the benchmark ends: an idle stack's
 		// processes would share the cores with the next one measured.

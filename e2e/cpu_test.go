@@ -386,11 +386,12 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // same machine) profiles itself beside them, unless go test -cpuprofile
 // holds the profiler. With strace on PATH it then counts the kernel's
 // system calls per no-op and per decision at 1 in flight. Apart from the
-// profiles it splits the wall time of a no-op, a decision and a whole
-// loop at 1 in flight by the processes' own metrics: inside the kernel's
-// handler, in its store's COMMITs, and outside; and a loop's in each
-// process's handlers less the calls they make, and the rest (wallUnder).
-// It does so at each durability level (AMBIT_BENCH_DURABILITY picks one),
+// profiles it splits the wall time at 1 in flight of a no-op, a
+// decision, the prepared reply (startPrepared) and the prepared reply
+// held as long as the decision's handler took, by the processes' own
+// metrics: inside the handler, in the kernel's store's COMMITs, and
+// outside; and a whole loop's in each process's handlers less the calls
+// they make, and the rest (wallUnder). It does so at each durability level (AMBIT_BENCH_DURABILITY picks one),
 // and times the disk's fdatasync in the stack's folder. A profile costs a
 // process a few percent, so these runs are apart from
 // BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES names a folder to
@@ -466,15 +467,30 @@ func BenchmarkKernelCPU(b *testing.B) {
 			}
 		})
 		// Where the time goes at one in flight, apart from the profiles.
-		var wallNoop, wallDecision, wallLoop wallWindow
+		var wall wallCalls
+		var wallLoop wallWindow
 		wallErr := errors.New("not measured")
 		b.Run(fmt.Sprintf("wall-%s/c=1", durability), func(b *testing.B) {
-			kernel := []string{devstack.Kernel}
-			if wallNoop, wallErr = wallUnder(ctx, st, kernel, wallLength, calls.noop); wallErr == nil {
-				wallDecision, wallErr = wallUnder(ctx, st, kernel, wallLength, calls.propose)
+			kernel := stackMetrics(st, devstack.Kernel)
+			if wall.noop, wallErr = wallUnder(ctx, kernel, wallLength, calls.noop); wallErr == nil {
+				wall.decision, wallErr = wallUnder(ctx, kernel, wallLength, calls.propose)
+			}
+			// The prepared reply held as long as the decision's handler
+			// took: what a handler that long costs outside it, with none
+			// of the kernel's work beside it.
+			wall.hold = time.Duration(wall.decision.handled(devstack.Kernel, agentService, "SubmitProposal") * float64(time.Microsecond))
+			for _, w := range []struct {
+				into *wallWindow
+				hold time.Duration
+			}{{&wall.prepared, 0}, {&wall.held, wall.hold}} {
+				if wallErr == nil {
+					p, call := preparedCalls(b, st, calls, w.hold)
+					*w.into, wallErr = wallUnder(ctx, map[string]string{preparedProc: p.metrics}, wallLength, call)
+					p.stop()
+				}
 			}
 			if wallErr == nil {
-				wallLoop, wallErr = wallUnder(ctx, st, procs, wallLength, func(i int) error { return loopOnce(ctx, st, i) })
+				wallLoop, wallErr = wallUnder(ctx, stackMetrics(st, procs...), wallLength, func(i int) error { return loopOnce(ctx, st, i) })
 			}
 			if wallErr != nil {
 				b.Fatal(wallErr)
@@ -509,7 +525,7 @@ func BenchmarkKernelCPU(b *testing.B) {
 			printSplits("the whole loop at 1 in flight:", loopProcs, loop)
 		}
 		if wallErr == nil {
-			printWall(durability, wallLength, wallNoop, wallDecision, wallLoop)
+			printWall(durability, wallLength, wall, wallLoop)
 		}
 		if sysErr == nil {
 			printSyscalls(noopSys, decisionSys)

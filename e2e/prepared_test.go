@@ -16,6 +16,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/server"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	"github.com/ambitkernel/ambit/sdk/client"
+	"github.com/ambitkernel/ambit/sdk/config"
 	"github.com/ambitkernel/ambit/sdk/devstack"
 	"github.com/ambitkernel/ambit/sdk/pki"
 	"github.com/ambitkernel/ambit/sdk/serve"
@@ -41,11 +42,13 @@ const preparedEnv = "AMBIT_E2E_PREPARED_CONFIG"
 
 // preparedConfig is the prepared-reply process's configuration: the keys
 // every process has (its identity is the kernel's, from the kernel's PKI
-// folder), its listener and the file holding the reply.
+// folder), its listener, the file holding the reply, and how long each
+// reply is held, working, before it is sent.
 type preparedConfig struct {
 	service.Common `json:",inline"`
-	Listen         string `json:"listen"`
-	Reply          string `json:"reply"`
+	Listen         string          `json:"listen"`
+	Reply          string          `json:"reply"`
+	Hold           config.Duration `json:"hold"`
 }
 
 func (c *preparedConfig) ApplyDefaults() { c.Common.ApplyDefaults("kernel") }
@@ -57,13 +60,19 @@ func (c *preparedConfig) Validate() error {
 	return c.Common.Validate()
 }
 
-// preparedAgent answers every proposal with one reply.
+// preparedAgent answers every proposal with one reply, after hold.
 type preparedAgent struct {
 	agentv1.UnimplementedAgentServiceServer
 	reply *agentv1.SubmitProposalResponse
+	hold  time.Duration
 }
 
 func (a preparedAgent) SubmitProposal(context.Context, *agentv1.SubmitProposalRequest) (*agentv1.SubmitProposalResponse, error) {
+	// The hold keeps the handler's goroutine running, as a decision's
+	// work does; a sleep would park it, and Go's timers wake it a
+	// millisecond late.
+	for start := time.Now(); time.Since(start) < a.hold; {
+	}
 	return a.reply, nil
 }
 
@@ -83,7 +92,7 @@ func preparedMain(configPath string) int {
 				return fmt.Errorf("reply %s: %w", cfg.Reply, err)
 			}
 			srv := p.NewServer("agent", server.AgentPolicy())
-			agentv1.RegisterAgentServiceServer(srv, preparedAgent{reply: reply})
+			agentv1.RegisterAgentServiceServer(srv, preparedAgent{reply: reply, hold: time.Duration(cfg.Hold)})
 			return p.Serve(ctx, []serve.Listener{{Name: "agent", Addr: cfg.Listen, Server: srv}})
 		}}, []string{"--config", configPath}, os.Stdout)
 	if err != nil {
@@ -93,11 +102,21 @@ func preparedMain(configPath string) int {
 	return 0
 }
 
-// startPrepared starts a prepared-reply process answering reply with the
-// kernel's identity from st's PKI, and returns an agent whose proposals go
-// to it (its other calls go to st's sidecars) and what stops both; they
-// are stopped when tb ends if not before.
-func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalResponse) (*client.Agent, func()) {
+// preparedProcess is a started prepared-reply process.
+type preparedProcess struct {
+	// agent's proposals go to the process; its other calls go to the
+	// stack's sidecars.
+	agent *client.Agent
+	// metrics is the process's metrics listener.
+	metrics string
+	// stop stops the process and closes agent.
+	stop func()
+}
+
+// startPrepared starts a prepared-reply process answering reply after
+// hold, with the kernel's identity from st's PKI. It is stopped when tb
+// ends if not before.
+func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalResponse, hold time.Duration) preparedProcess {
 	tb.Helper()
 	dir := tb.TempDir()
 	data, err := proto.Marshal(reply)
@@ -110,7 +129,7 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 	}
 	// The keys the stack gives its kernel, less its database and store.
 	cfg, err := json.Marshal(map[string]any{"identity": "kernel", "pki_dir": pki.IdentityDir(st.PKI, "kernel"),
-		"addr_file": addrPath, "listen": "127.0.0.1:0", "reply": replyPath,
+		"addr_file": addrPath, "listen": "127.0.0.1:0", "reply": replyPath, "hold": hold.String(),
 		"reflection": true, "shutdown_grace": "5s", "metrics": "127.0.0.1:0"})
 	if err != nil {
 		tb.Fatal(err)
@@ -153,7 +172,7 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 		})
 	}
 	tb.Cleanup(stop)
-	addr, err := waitAddrFile(addrPath, "agent", done)
+	addrs, err := waitAddrFile(addrPath, done)
 	if err != nil {
 		log, _ := os.ReadFile(logf.Name())
 		tb.Fatalf("prepared-reply process: %v\n%s", err, log)
@@ -161,21 +180,21 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	agent, err = client.Dial(ctx, pki.IdentityDir(st.PKI, st.Agents[0]), st.Agents[0],
-		client.Addresses{Kernel: addr, Evidence: st.Info.Evidence, Action: st.Info.Action, Verifier: st.Info.Verifier})
+		client.Addresses{Kernel: addrs["agent"], Evidence: st.Info.Evidence, Action: st.Info.Action, Verifier: st.Info.Verifier})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return agent, stop
+	return preparedProcess{agent: agent, metrics: addrs["metrics"], stop: stop}
 }
 
 // waitAddrFile waits up to 30s for a process's address file and returns
-// the address of its listener, unless the process exits first (done).
-func waitAddrFile(path, listener string, done <-chan error) (string, error) {
+// its addresses by listener, unless the process exits first (done).
+func waitAddrFile(path string, done <-chan error) (map[string]string, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-done:
-			return "", fmt.Errorf("exited during start-up: %v", err)
+			return nil, fmt.Errorf("exited during start-up: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
 		data, err := os.ReadFile(path)
@@ -184,14 +203,14 @@ func waitAddrFile(path, listener string, done <-chan error) (string, error) {
 		}
 		var addrs map[string]string
 		if err := json.Unmarshal(data, &addrs); err != nil {
-			return "", fmt.Errorf("address file %s: %w", path, err)
+			return nil, fmt.Errorf("address file %s: %w", path, err)
 		}
-		if a := addrs[listener]; a != "" {
-			return a, nil
+		if addrs["agent"] == "" || addrs["metrics"] == "" {
+			return nil, fmt.Errorf("address file %s: want the agent and metrics listeners, have %v", path, addrs)
 		}
-		return "", fmt.Errorf("address file %s names no %q listener", path, listener)
+		return addrs, nil
 	}
-	return "", fmt.Errorf("no address file %s within 30s", path)
+	return nil, fmt.Errorf("no address file %s within 30s", path)
 }
 
 // TestPreparedReply checks that the prepared-reply process is the
@@ -210,8 +229,13 @@ func TestPreparedReply(t *testing.T) {
 	if err != nil || !d.Allowed() {
 		t.Fatalf("the kernel's decision: %v %v", d, err)
 	}
-	prepared, _ := startPrepared(t, st, d.SubmitProposalResponse)
+	const hold = 50 * time.Millisecond
+	prepared := startPrepared(t, st, d.SubmitProposalResponse, hold).agent
+	start := time.Now()
 	got, err := prepared.Propose(ctx, p)
+	if took := time.Since(start); took < hold {
+		t.Errorf("the prepared reply came after %s, before its hold of %s", took, hold)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

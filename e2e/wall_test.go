@@ -24,13 +24,23 @@ type wallWindow struct {
 	before, after map[string]map[string]*dto.MetricFamily // by process
 }
 
+// stackMetrics are the metrics listeners of st's processes procs
+// (devstack's names), by name.
+func stackMetrics(st *stack, procs ...string) map[string]string {
+	m := map[string]string{}
+	for _, p := range procs {
+		m[p] = st.Addr(p, "metrics")
+	}
+	return m
+}
+
 // wallUnder runs op at one in flight for about d, and reads the metrics
-// of procs (devstack's names) just before and after.
-func wallUnder(ctx context.Context, st *stack, procs []string, d time.Duration, op func(i int) error) (wallWindow, error) {
+// of the processes at metrics (by name) just before and after.
+func wallUnder(ctx context.Context, metrics map[string]string, d time.Duration, op func(i int) error) (wallWindow, error) {
 	w := wallWindow{before: map[string]map[string]*dto.MetricFamily{}, after: map[string]map[string]*dto.MetricFamily{}}
 	read := func(into map[string]map[string]*dto.MetricFamily) error {
-		for _, proc := range procs {
-			m, err := scrapeMetrics(ctx, st.Addr(proc, "metrics"))
+		for proc, addr := range metrics {
+			m, err := scrapeMetrics(ctx, addr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", proc, err)
 			}
@@ -150,9 +160,35 @@ func histogramTotal(f *dto.MetricFamily, labels map[string]string) (sum float64,
 	return sum, count
 }
 
-// printWall prints where a no-op's and a decision's wall time go at one
-// in flight, and a whole loop's.
-func printWall(durability string, d time.Duration, noop, decision, loop wallWindow) {
+// The agent service and the health service, as gRPC's metrics label
+// them.
+const agentService, healthService = "ambit.agent.v1.AgentService", "grpc.health.v1.Health"
+
+// preparedProc names the prepared-reply process in a wallWindow.
+const preparedProc = "prepared"
+
+// wallCalls are the windows of single calls printWall compares: a
+// no-op, the prepared reply, the prepared reply held as long as the
+// decision's handler took (hold), and the decision.
+type wallCalls struct {
+	noop, prepared, held, decision wallWindow
+	hold                           time.Duration
+}
+
+// handlerTimes are, in µs a call, the no-op's, the prepared replies' and
+// the decision's time in their handlers.
+func (c wallCalls) handlerTimes() [4]float64 {
+	return [4]float64{
+		c.noop.handled(devstack.Kernel, healthService, "Check"),
+		c.prepared.handled(preparedProc, agentService, "SubmitProposal"),
+		c.held.handled(preparedProc, agentService, "SubmitProposal"),
+		c.decision.handled(devstack.Kernel, agentService, "SubmitProposal"),
+	}
+}
+
+// printWall prints where a no-op's, a prepared reply's and a decision's
+// wall time go at one in flight, and a whole loop's.
+func printWall(durability string, d time.Duration, calls wallCalls, loop wallWindow) {
 	row := func(name string, format string, vs ...float64) {
 		fmt.Printf("%-66s", name)
 		for _, v := range vs {
@@ -160,16 +196,21 @@ func printWall(durability string, d time.Duration, noop, decision, loop wallWind
 		}
 		fmt.Println()
 	}
-	fmt.Printf("%-66s %13s %13s\n", fmt.Sprintf("wall time a call at 1 in flight, durability %s (µs, means over %s)", durability, d), "no-op", "decision")
-	const kernelAgent, kernelHealth = "ambit.agent.v1.AgentService", "grpc.health.v1.Health"
-	noopCommit, noopCommits := noop.commits()
-	decisionCommit, decisionCommits := decision.commits()
-	noopIn, decisionIn := noop.handled(devstack.Kernel, kernelHealth, "Check"), decision.handled(devstack.Kernel, kernelAgent, "SubmitProposal")
-	row("the client's call, end to end", "%13.0f", noop.call(), decision.call())
-	row("in the kernel's handler, its interceptors included", "%13.0f", noopIn, decisionIn)
-	row("  of it or beside it, the store's COMMITs: writes and, at full, sync", "%13.0f", noopCommit, decisionCommit)
-	row("  COMMITs a call (the call's own, and the background's)", "%13.2f", noopCommits, decisionCommits)
-	row("outside the handler: the client, transport, decoding, encoding", "%13.0f", noop.call()-noopIn, decision.call()-decisionIn)
+	fmt.Printf("%-66s %13s %13s %13s %13s\n", fmt.Sprintf("wall time a call at 1 in flight, durability %s (µs, means over %s)", durability, d),
+		"no-op", "prepared", fmt.Sprintf("held %dµs", calls.hold.Microseconds()), "decision")
+	windows := []wallWindow{calls.noop, calls.prepared, calls.held, calls.decision}
+	var end, commit, commits, outside [4]float64
+	in := calls.handlerTimes()
+	for i, w := range windows {
+		end[i] = w.call()
+		commit[i], commits[i] = w.commits()
+		outside[i] = end[i] - in[i]
+	}
+	row("the client's call, end to end", "%13.0f", end[:]...)
+	row("in the handler (the kernel's or the prepared reply's), interceptors", "%13.0f", in[:]...)
+	row("  of it or beside it, the kernel's COMMITs: writes and, at full, sync", "%13.0f", commit[:]...)
+	row("  COMMITs a call (the call's own, and the background's)", "%13.2f", commits[:]...)
+	row("outside the handler: the client, transport, decoding, encoding", "%13.0f", outside[:]...)
 
 	fmt.Printf("%-66s %13s\n", fmt.Sprintf("the whole loop at 1 in flight, durability %s (µs a loop)", durability), "loop")
 	loopCommit, loopCommits := loop.commits()
