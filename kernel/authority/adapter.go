@@ -298,13 +298,15 @@ func (k *Kernel) ReportStateChange(ctx context.Context, sidecar, source, key, ve
 const watchWindow = 24 * time.Hour
 
 // WatchedRecords lists the records whose changes matter — read within the
-// watch window, or depended on by outstanding capabilities and open
-// approvals — with the version the kernel last saw of each. An evidence
+// watch window, or depended on by outstanding capabilities not yet
+// expired and open approvals — with the version the kernel last saw of
+// each. An evidence
 // adapter that serves one agent sees only that agent's.
 func (k *Kernel) WatchedRecords(ctx context.Context, sidecar string) ([]*kernelv1.WatchedRecord, error) {
 	var out []*kernelv1.WatchedRecord
 	err := k.store.View(ctx, func(tx store.Tx) error {
-		records, err := tx.WatchedRecords(k.clock().Add(-watchWindow), k.serves[sidecar])
+		now := k.clock()
+		records, err := tx.WatchedRecords(now.Add(-watchWindow), now, k.serves[sidecar])
 		if err != nil {
 			return err
 		}
@@ -326,7 +328,8 @@ func (k *Kernel) watchedBy(tx store.Tx, sidecar, source, key string) error {
 	if !ok {
 		return nil
 	}
-	watched, err := tx.WatchedBy(k.clock().Add(-watchWindow), agent, source, key)
+	now := k.clock()
+	watched, err := tx.WatchedBy(now.Add(-watchWindow), now, agent, source, key)
 	if err != nil {
 		return err
 	}

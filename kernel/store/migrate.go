@@ -62,6 +62,11 @@ var migrations = []migration{
 	// so a commit's refs are appended at the index's end together
 	// (journal.RefIndex).
 	{version: 8, stmts: journal.RefIndex},
+	// A watch poll reads each record that outstanding capabilities depend
+	// on once, with its latest expiry, instead of every outstanding
+	// capability (see dependedQuery): the index of outstanding
+	// capabilities by record holds their expiry too.
+	{version: 9, stmts: []string{`DROP INDEX IF EXISTS capabilities_record`, capabilitiesRecordExpiry}},
 }
 
 // allCapabilities is every capability: moved or pending (pending.go).
@@ -121,6 +126,11 @@ var lookupIndexes = []string{
 // capabilitiesRecord indexes outstanding capabilities by the record they
 // depend on: what a change of that record revokes.
 var capabilitiesRecord = `CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record) WHERE ` + isOutstanding
+
+// capabilitiesRecordExpiry is capabilitiesRecord (schema version 9) with
+// each capability's expiry after its record: the latest expiry of a
+// record's outstanding capabilities is one search.
+var capabilitiesRecordExpiry = `CREATE INDEX IF NOT EXISTS capabilities_record ON capabilities (record, expires_at) WHERE ` + isOutstanding
 
 // withoutRowid rebuilds capabilities and task_usage as WITHOUT ROWID
 // tables, with the same columns, constraints and indexes.

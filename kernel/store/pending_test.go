@@ -114,7 +114,7 @@ func TestPendingCapabilities(t *testing.T) {
 			if err != nil || u.actions != 3 || u.minor["GBP"] != 300 {
 				return fmt.Errorf("usage = %+v, %v; want 3 actions, GBP 300", u, err)
 			}
-			w, err := tx.WatchedRecords(pendingT0.Add(time.Hour), "")
+			w, err := tx.WatchedRecords(pendingT0, pendingT0.Add(time.Minute), "")
 			if err != nil || (len(w) == 1) != (len(outstanding) > 0) {
 				return fmt.Errorf("watched records = %v, %v", w, err)
 			}
@@ -319,5 +319,62 @@ func TestMovesAtSize(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if p := rowsIn(t, s, "capabilities_pending"); p != 10 {
 		t.Errorf("%d pending after a move and 10 more stored, want 10", p)
+	}
+}
+
+// TestWatchedPassesOverLapsed: a record outstanding capabilities depend on
+// is watched while one of them has not expired, whether they wait to move
+// or have moved; a record whose outstanding capabilities have all expired
+// (not yet marked so), or whose capability was redeemed, is not.
+func TestWatchedPassesOverLapsed(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t)
+	s.mover.close() // this test moves them itself
+	now := pendingT0.Add(time.Hour)
+	n := 0
+	insert := func(record string, issuedBefore time.Duration, status agentv1.CommitmentStatus) {
+		t.Helper()
+		c := pendingCapability(n)
+		n++
+		c.Record, c.Status = record, status
+		c.IssuedAt = now.Add(-issuedBefore)
+		c.ExpiresAt = c.IssuedAt.Add(5 * time.Minute)
+		if err := s.Update(ctx, func(tx Tx) error { return tx.InsertCapability(c) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	authorised, redeemed := agentv1.CommitmentStatus_COMMITMENT_STATUS_AUTHORISED, agentv1.CommitmentStatus_COMMITMENT_STATUS_REDEEMED
+	insert("claims/C-1", time.Minute, authorised)
+	insert("claims/C-1", 2*time.Minute, authorised)
+	insert("claims/C-2", 10*time.Minute, authorised)
+	insert("claims/C-3", 10*time.Minute, authorised)
+	insert("claims/C-3", time.Minute, authorised)
+	insert("claims/C-4", 20*time.Minute, authorised)
+	insert("claims/C-4", 30*time.Minute, authorised)
+	insert("claims/C-5", time.Minute, redeemed)
+	if err := s.Update(ctx, func(tx Tx) error { return tx.(*txn).moveCapabilities() }); err != nil {
+		t.Fatal(err)
+	}
+	insert("claims/C-6", time.Minute, authorised)
+	insert("claims/C-7", 10*time.Minute, authorised)
+	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 2 || m != 8 {
+		t.Fatalf("%d pending and %d moved, want 2 and 8", p, m)
+	}
+	err := s.View(ctx, func(tx Tx) error {
+		w, err := tx.WatchedRecords(now, now, "")
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for _, r := range w {
+			keys = append(keys, r.Key)
+		}
+		if want := []string{"C-1", "C-3", "C-6"}; !slices.Equal(keys, want) {
+			t.Errorf("watched %v, want %v", keys, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

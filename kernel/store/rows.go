@@ -645,8 +645,20 @@ func (t *txn) approvalRows(query string, args ...any) ([]Approval, error) {
 
 // The records to watch, of every agent's tasks or of one agent's: those
 // read or noted recently, with the state version the kernel holds, and
-// those that open work depends on. Each part reads an index of what is
+// those that open work depends on (an open approval, or an outstanding
+// capability that has not expired). Each part reads an index of what is
 // recent or open, never the whole history.
+//
+// Of every agent's tasks, the records capabilities depend on are read
+// from the index of outstanding capabilities by record one record at a
+// time: each step seeks the first record after the last (a loose index
+// scan), and one more search finds the record's latest expiry. A poll
+// then costs the records depended on, not the capabilities: a kernel
+// whose agents hold a hundred thousand capabilities on a few records
+// reads a few index entries, where reading every capability cost it
+// milliseconds every poll. (Capabilities past their expiry stay
+// outstanding until their task's next decision marks them expired, so
+// their records are passed over here but still stepped through.)
 var (
 	seenQuery        = `SELECT source, record_key, state_version FROM records WHERE seen_at >= ?`
 	seenOfAgentQuery = `
@@ -655,30 +667,39 @@ var (
 		LEFT JOIN records r ON r.source = e.source AND r.record_key = e.record_key
 		WHERE k.agent = ? AND e.read_at >= ?`
 	dependedQuery = `
-		SELECT record FROM all_capabilities WHERE ` + isOutstanding + ` AND record != ''
+		WITH RECURSIVE depended (record) AS (
+			SELECT MIN(record) FROM capabilities WHERE ` + isOutstanding + ` AND record > ''
+			UNION ALL
+			SELECT (SELECT MIN(c.record) FROM capabilities c WHERE c.` + isOutstanding + ` AND c.record > d.record)
+			FROM depended d WHERE d.record IS NOT NULL)
+		SELECT d.record FROM depended d WHERE d.record IS NOT NULL
+			AND (SELECT MAX(c.expires_at) FROM capabilities c WHERE c.` + isOutstanding + ` AND c.record = d.record) >= ?
+		UNION SELECT record FROM capabilities_pending WHERE ` + isOutstanding + ` AND record != '' AND expires_at >= ?
 		UNION SELECT record FROM approvals WHERE ` + isOpenApproval + ` AND record != ''`
 	dependedOfAgentQuery = `
-		SELECT c.record FROM all_capabilities c JOIN tasks k ON k.task_id = c.task_id WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.record != ''
+		SELECT c.record FROM all_capabilities c JOIN tasks k ON k.task_id = c.task_id
+			WHERE k.agent = ? AND c.` + isOutstanding + ` AND c.expires_at >= ? AND c.record != ''
 		UNION SELECT a.record FROM approvals a JOIN tasks k ON k.task_id = a.task_id WHERE k.agent = ? AND a.` + isOpenApproval + ` AND a.record != ''`
 )
 
 // watchedByAgentQuery asks whether one agent's tasks read a record since a
-// time, or hold an outstanding capability or an open approval on it: one
-// indexed search each, whatever the agent's other work.
+// time, or hold an outstanding capability not yet expired or an open
+// approval on it: one indexed search each, whatever the agent's other
+// work.
 var watchedByAgentQuery = `
 	SELECT EXISTS (SELECT 1 FROM evidence e JOIN tasks k ON k.task_id = e.task_id
 		WHERE e.source = ? AND e.record_key = ? AND e.read_at >= ? AND k.agent = ?)
 	OR EXISTS (SELECT 1 FROM all_capabilities c JOIN tasks k ON k.task_id = c.task_id
-		WHERE c.record = ? AND c.` + isOutstanding + ` AND k.agent = ?)
+		WHERE c.record = ? AND c.` + isOutstanding + ` AND c.expires_at >= ? AND k.agent = ?)
 	OR EXISTS (SELECT 1 FROM approvals a JOIN tasks k ON k.task_id = a.task_id
 		WHERE a.record = ? AND a.` + isOpenApproval + ` AND k.agent = ?)`
 
 // WatchedBy reports whether agent's tasks watch the record: whether it is
 // among [Tx.WatchedRecords] of agent.
-func (t *txn) WatchedBy(since time.Time, agent, source, key string) (bool, error) {
+func (t *txn) WatchedBy(since, now time.Time, agent, source, key string) (bool, error) {
 	var ok bool
 	record := source + "/" + key
-	err := t.QueryRowContext(t.ctx, watchedByAgentQuery, source, key, ts(since), agent, record, agent, record, agent).Scan(&ok)
+	err := t.QueryRowContext(t.ctx, watchedByAgentQuery, source, key, ts(since), agent, record, ts(now), agent, record, agent).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("record %s watched by %s: %w", record, agent, err)
 	}
@@ -693,16 +714,16 @@ type Watched struct {
 
 // WatchedRecords lists the records whose changes still matter, ordered by
 // source, then key: those read or noted since since, and those that
-// outstanding capabilities or open approvals depend on; of every agent's
-// tasks, or of one agent's. The versions of the records read recently come
-// with them; only a record that open work alone depends on is looked up
-// on its own.
-func (t *txn) WatchedRecords(since time.Time, agent string) ([]Watched, error) {
+// outstanding capabilities not expired at now, or open approvals, depend
+// on; of every agent's tasks, or of one agent's. The versions of the
+// records read recently come with them; only a record that open work
+// alone depends on is looked up on its own.
+func (t *txn) WatchedRecords(since, now time.Time, agent string) ([]Watched, error) {
 	seen, args := seenQuery, []any{ts(since)}
-	depended, dargs := dependedQuery, []any(nil)
+	depended, dargs := dependedQuery, []any{ts(now), ts(now)}
 	if agent != "" {
 		seen, args = seenOfAgentQuery, []any{agent, ts(since)}
-		depended, dargs = dependedOfAgentQuery, []any{agent, agent}
+		depended, dargs = dependedOfAgentQuery, []any{agent, ts(now), agent}
 	}
 	// A poll reads every record in the window: sorted and searched in a
 	// slice, without a name made per record to key a map or sort by.

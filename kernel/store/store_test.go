@@ -675,12 +675,12 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	_ = s.Close()
 	if _, err := store.Open(context.Background(), dsn, store.DurabilityNormal); err == nil ||
-		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 8") {
-		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 8", err)
+		!strings.Contains(err.Error(), "schema is version 99, newer than this kernel's 9") {
+		t.Fatalf("Open on a newer schema = %v, want a refusal naming versions 99 and 9", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 9 {
-		t.Errorf("schema_version rows = %d, %v; want the 9 there were", n, err)
+	if err := db.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n); err != nil || n != 10 {
+		t.Errorf("schema_version rows = %d, %v; want the 10 there were", n, err)
 	}
 }
 
@@ -718,12 +718,17 @@ func TestWatchedRecords(t *testing.T) {
 			}
 		}
 		// Read before the window, but a capability still depends on it;
-		// and one the store holds no version of.
-		if err := tx.InsertCapability(capability("a", "task-1", "claims/C-held", authorised, t0)); err != nil {
+		// and one the store holds no version of. A capability past its
+		// expiry, not yet marked expired, is no longer depended on.
+		if err := tx.InsertCapability(capability("a", "task-1", "claims/C-held", authorised, since)); err != nil {
 			return err
 		}
-		return tx.InsertCapability(capability("b", "task-1", "claims/C-unseen", authorised, t0))
+		if err := tx.InsertCapability(capability("c", "task-1", "claims/C-lapsed", authorised, t0)); err != nil {
+			return err
+		}
+		return tx.InsertCapability(capability("b", "task-1", "claims/C-unseen", authorised, since))
 	})
+	now := since.Add(time.Minute)
 	for agent, want := range map[string][]store.Watched{
 		"": {{Source: "claims", Key: "C-held", StateVersion: "v3"}, {Source: "claims", Key: "C-new", StateVersion: "v2"},
 			{Source: "claims", Key: "C-other", StateVersion: "v4"}, {Source: "claims", Key: "C-unseen"}},
@@ -732,7 +737,7 @@ func TestWatchedRecords(t *testing.T) {
 		"agent-9": {},
 	} {
 		view(t, s, func(tx store.Tx) error {
-			got, err := tx.WatchedRecords(since, agent)
+			got, err := tx.WatchedRecords(since, now, agent)
 			if err != nil {
 				return err
 			}
@@ -743,9 +748,9 @@ func TestWatchedRecords(t *testing.T) {
 				return nil
 			}
 			// One record asked about is watched exactly when it is listed.
-			for _, key := range []string{"C-old", "C-new", "C-held", "C-other", "C-unseen", "C-none"} {
+			for _, key := range []string{"C-old", "C-new", "C-held", "C-other", "C-unseen", "C-lapsed", "C-none"} {
 				in := slices.ContainsFunc(want, func(w store.Watched) bool { return w.Key == key })
-				if by, err := tx.WatchedBy(since, agent, "claims", key); err != nil || by != in {
+				if by, err := tx.WatchedBy(since, now, agent, "claims", key); err != nil || by != in {
 					t.Errorf("WatchedBy(%s, claims/%s) = %v, %v; want %v", agent, key, by, err, in)
 				}
 			}

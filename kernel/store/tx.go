@@ -21,8 +21,8 @@ type Tx interface {
 	InsertEvidence(e Evidence) (inserted bool, err error)
 	NewerRead(source, key string, at time.Time) (bool, error)
 	Evidence(receiptID string) (Evidence, error)
-	WatchedRecords(since time.Time, agent string) ([]Watched, error)
-	WatchedBy(since time.Time, agent, source, key string) (bool, error)
+	WatchedRecords(since, now time.Time, agent string) ([]Watched, error)
+	WatchedBy(since, now time.Time, agent, source, key string) (bool, error)
 
 	InsertCapability(c Capability) error
 	Capability(id string) (Capability, error)
