@@ -143,9 +143,10 @@ func measure(b *testing.B, name string, conc int, op func(i int) error) figure {
 // levels (normal and full; AMBIT_BENCH_DURABILITY picks one), each beside
 // a no-op call (a health check) on the same listener and the same
 // proposal answered with a prepared reply by the kernel's server stack
-// without its work (startPrepared), in the same run; the whole read → propose → execute → readback loop beside its bare hops at
-// each level; and, when AMBIT_BENCH_OPA names an opa binary, an OPA server
-// deciding the seed suite at the same concurrencies. It prints the ratios
+// without its work (startPrepared), in the same run; the whole read →
+// propose → execute → readback loop beside its bare hops at each level;
+// and, when AMBIT_BENCH_OPA names an opa binary, an OPA server deciding
+// the seed suite at the same concurrencies. It prints the ratios
 // of each round, and with AMBIT_BENCH_ROUNDS > 1 their minimum and median
 // over the rounds: the machine is shared, so one round is one sample.
 func BenchmarkNetworked(b *testing.B) {

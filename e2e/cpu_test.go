@@ -391,11 +391,12 @@ func syncLatency(dir string, n int) (time.Duration, error) {
 // held as long as the decision's handler took, by the processes' own
 // metrics: inside the handler, in the kernel's store's COMMITs, and
 // outside; and a whole loop's in each process's handlers less the calls
-// they make, and the rest (wallUnder). It does so at each durability level (AMBIT_BENCH_DURABILITY picks one),
-// and times the disk's fdatasync in the stack's folder. A profile costs a
-// process a few percent, so these runs are apart from
-// BenchmarkNetworked's figures. AMBIT_BENCH_PROFILES names a folder to
-// keep the profiles in, for go tool pprof.
+// they make, and the rest (wallUnder). It does so at each durability
+// level (AMBIT_BENCH_DURABILITY picks one), and times the disk's
+// fdatasync in the stack's folder. A profile costs a process a few
+// percent, so these runs are apart from BenchmarkNetworked's figures.
+// AMBIT_BENCH_PROFILES names a folder to keep the profiles in, for go
+// tool pprof.
 func BenchmarkKernelCPU(b *testing.B) {
 	if os.Getenv("AMBIT_BENCH") == "" {
 		b.Skip("set AMBIT_BENCH=1 (make bench) to start the four processes and profile them")

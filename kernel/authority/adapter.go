@@ -300,8 +300,7 @@ const watchWindow = 24 * time.Hour
 // WatchedRecords lists the records whose changes matter — read within the
 // watch window, or depended on by outstanding capabilities not yet
 // expired and open approvals — with the version the kernel last saw of
-// each. An evidence
-// adapter that serves one agent sees only that agent's.
+// each. An evidence adapter that serves one agent sees only that agent's.
 func (k *Kernel) WatchedRecords(ctx context.Context, sidecar string) ([]*kernelv1.WatchedRecord, error) {
 	var out []*kernelv1.WatchedRecord
 	err := k.store.View(ctx, func(tx store.Tx) error {
