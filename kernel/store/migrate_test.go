@@ -266,6 +266,45 @@ func TestLookupsReadIndexes(t *testing.T) {
 	}
 }
 
+// TestMigrateToVersion9 opens a database a version-8 kernel wrote, with
+// outstanding capabilities on two records, one of them past its expiry:
+// the index of outstanding capabilities by record now holds their expiry,
+// and a watch poll lists the record whose capability has not expired.
+func TestMigrateToVersion9(t *testing.T) {
+	ctx := context.Background()
+	path, db := databaseAt(t, 8)
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	insertCapabilityRow(t, db, "cap-live", 1, now.Add(-time.Minute), now.Add(4*time.Minute))
+	insertCapabilityRow(t, db, "cap-lapsed", 1, now.Add(-time.Hour), now.Add(-55*time.Minute))
+	if _, err := db.Exec(`UPDATE capabilities SET record = 'claims/C-2' WHERE capability_id = 'cap-lapsed'`); err != nil {
+		t.Fatal(err)
+	}
+	before := indexNames(t, &Store{ro: db})
+	s := startOn(t, path, db)
+	defer s.Close()
+	if got := indexNames(t, s); !slices.Equal(got, before) {
+		t.Errorf("indexes after the migration = %v, want %v", got, before)
+	}
+	var ddl string
+	if err := s.ro.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'capabilities_record'`).Scan(&ddl); err != nil ||
+		!strings.Contains(ddl, "(record, expires_at)") || !strings.HasSuffix(ddl, isOutstanding) {
+		t.Errorf("capabilities_record is %q (%v), want outstanding capabilities by record and expiry", ddl, err)
+	}
+	err := s.View(ctx, func(tx Tx) error {
+		w, err := tx.WatchedRecords(now, now, "")
+		if err != nil {
+			return err
+		}
+		if len(w) != 1 || w[0].Source != "claims" || w[0].Key != "C-1" {
+			t.Errorf("watched after the migration = %+v, want claims/C-1 alone", w)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // indexNames lists the database's own indexes, sorted.
 func indexNames(t *testing.T, s *Store) []string {
 	t.Helper()
