@@ -308,18 +308,27 @@ func TestMigrateToVersion9(t *testing.T) {
 // indexNames lists the database's own indexes, sorted.
 func indexNames(t *testing.T, s *Store) []string {
 	t.Helper()
-	rows, err := s.ro.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	return column(t, s.ro, `SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+}
+
+// column runs query on db and returns its rows' one column, as text.
+func column(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, name)
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
