@@ -64,7 +64,7 @@ var migrations = []migration{
 	{version: 8, stmts: journal.RefIndex},
 	// A watch poll reads each record that outstanding capabilities depend
 	// on once, with its latest expiry, instead of every outstanding
-	// capability (see dependedQuery): the index of outstanding
+	// capability (see dependedStepsQuery): the index of outstanding
 	// capabilities by record holds their expiry too.
 	{version: 9, stmts: []string{`DROP INDEX IF EXISTS capabilities_record`, capabilitiesRecordExpiry}},
 }

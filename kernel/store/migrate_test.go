@@ -220,7 +220,7 @@ func TestMigrateToVersion4(t *testing.T) {
 func TestLookupsReadIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t)
-	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on": dependedQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
+	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on, record by record": dependedStepsQuery, "depended on, in one pass": dependedScanQuery, "depended on, pending and approvals": dependedRestQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
 		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1"),
 		"a page of approvals in a state": approvalsAfterQuery}

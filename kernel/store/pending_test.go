@@ -360,21 +360,26 @@ func TestWatchedPassesOverLapsed(t *testing.T) {
 	if p, m := rowsIn(t, s, "capabilities_pending"), rowsIn(t, s, "capabilities"); p != 2 || m != 8 {
 		t.Fatalf("%d pending and %d moved, want 2 and 8", p, m)
 	}
-	err := s.View(ctx, func(tx Tx) error {
-		w, err := tx.WatchedRecords(now, now, "")
+	// Read record by record, and (past a step) in one pass over the index.
+	defer func(steps int) { dependedSteps = steps }(dependedSteps)
+	for _, steps := range []int{dependedSteps, 1} {
+		dependedSteps = steps
+		err := s.View(ctx, func(tx Tx) error {
+			w, err := tx.WatchedRecords(now, now, "")
+			if err != nil {
+				return err
+			}
+			var keys []string
+			for _, r := range w {
+				keys = append(keys, r.Key)
+			}
+			if want := []string{"C-1", "C-3", "C-6"}; !slices.Equal(keys, want) {
+				t.Errorf("%d steps: watched %v, want %v", steps, keys, want)
+			}
+			return nil
+		})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		var keys []string
-		for _, r := range w {
-			keys = append(keys, r.Key)
-		}
-		if want := []string{"C-1", "C-3", "C-6"}; !slices.Equal(keys, want) {
-			t.Errorf("watched %v, want %v", keys, want)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -43,7 +43,7 @@ func TestWatchedReadsIndexOnPostgres(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `ANALYZE capabilities`); err != nil {
 		t.Fatal(err)
 	}
-	plan := column(t, s.db, `EXPLAIN `+dependedQuery, ts(now), ts(now))
+	plan := column(t, s.db, `EXPLAIN `+dependedStepsQuery, dependedSteps)
 	// Each read of the index is a search: the next record after one, or
 	// one record's latest expiry, never the whole index.
 	searches, whole := 0, false
@@ -64,14 +64,19 @@ func TestWatchedReadsIndexOnPostgres(t *testing.T) {
 	if text := strings.Join(plan, "\n"); searches < 2 || whole || strings.Contains(text, "Seq Scan on capabilities ") {
 		t.Errorf("the poll's plan does not search capabilities_record, a record at a time:\n%s", text)
 	}
-	err = s.View(ctx, func(tx Tx) error {
-		w, err := tx.WatchedRecords(now, now, "")
-		if err == nil && len(w) != records {
-			err = fmt.Errorf("%d records watched, want %d", len(w), records)
+	// Read record by record, and (past a step) in one pass over the index.
+	defer func(steps int) { dependedSteps = steps }(dependedSteps)
+	for _, steps := range []int{dependedSteps, 1} {
+		dependedSteps = steps
+		err = s.View(ctx, func(tx Tx) error {
+			w, err := tx.WatchedRecords(now, now, "")
+			if err == nil && len(w) != records {
+				err = fmt.Errorf("%d steps: %d records watched, want %d", steps, len(w), records)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
