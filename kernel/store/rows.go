@@ -701,10 +701,11 @@ var dependedSteps = 1024
 // expired at now, or open approvals, depend on: of every agent's tasks,
 // or of one agent's. It may list one twice.
 func (t *txn) dependedRecords(now time.Time, agent string) ([]string, error) {
+	at := ts(now)
 	if agent != "" {
-		return t.texts(dependedOfAgentQuery, agent, ts(now), agent)
+		return t.texts(dependedOfAgentQuery, agent, at, agent)
 	}
-	rest, err := t.texts(dependedRestQuery, ts(now))
+	rest, err := t.texts(dependedRestQuery, at)
 	if err != nil {
 		return nil, err
 	}
@@ -721,7 +722,7 @@ func (t *txn) dependedRecords(now time.Time, agent string) ([]string, error) {
 			return nil, fmt.Errorf("watched records: %w", err)
 		}
 		steps++
-		if expires >= ts(now) {
+		if expires >= at {
 			records = append(records, record)
 		}
 	}
@@ -729,7 +730,7 @@ func (t *txn) dependedRecords(now time.Time, agent string) ([]string, error) {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
 	if steps > dependedSteps {
-		if records, err = t.texts(dependedScanQuery, ts(now)); err != nil {
+		if records, err = t.texts(dependedScanQuery, at); err != nil {
 			return nil, err
 		}
 	}
