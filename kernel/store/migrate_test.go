@@ -220,7 +220,7 @@ func TestMigrateToVersion4(t *testing.T) {
 func TestLookupsReadIndexes(t *testing.T) {
 	ctx := context.Background()
 	s := openFresh(t)
-	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on, record by record": dependedStepsQuery, "depended on, in one pass": dependedScanQuery, "depended on, pending and approvals": dependedRestQuery, "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
+	queries := map[string]string{"seen": seenQuery, "seen by an agent": seenOfAgentQuery, "depended on, record by record": dependedStepsQuery, "depended on, in one pass": dependedScanQuery, "depended on, pending and approvals": dependedRestQuery, "versions of the records depended on": versionsQuery(3), "depended on by an agent": dependedOfAgentQuery, "watched by an agent": watchedByAgentQuery, "due": dueQuery, "earliest expiry": earliestQuery, "a task's capabilities": taskCapabilitiesQuery,
 		"tasks of a contract": tasksBoundToQuery, "a page of tasks": tasksQuery("", ""), "a page of an agent's tasks": tasksQuery("agent", ""),
 		"a page of a contract's tasks": tasksQuery("", "CTR-1"), "a page of an agent's tasks of a contract": tasksQuery("agent", "CTR-1"),
 		"a page of approvals in a state": approvalsAfterQuery}
@@ -252,10 +252,12 @@ func TestLookupsReadIndexes(t *testing.T) {
 			// one: only a partial index, of what is open, may be read so,
 			// and the capabilities waiting to move, which the mover keeps
 			// to a tenth of a second's decisions (pending.go). (A SELECT
-			// without FROM scans its one constant row; the records that
-			// outstanding capabilities depend on are scanned as the
-			// recursion d finds them, each by a search.)
+			// without FROM scans its one constant row, and a VALUES
+			// list the rows it gives; the records that outstanding
+			// capabilities depend on are scanned as the recursion d
+			// finds them, each by a search.)
 			if strings.HasPrefix(step, "SCAN ") && step != "SCAN CONSTANT ROW" && step != "SCAN capabilities_pending" && step != "SCAN d" &&
+				!strings.HasSuffix(step, "-ROW VALUES CLAUSE") &&
 				!slices.ContainsFunc(partial, func(ix string) bool { return strings.HasSuffix(step, "INDEX "+ix) }) {
 				t.Errorf("%s reads a whole table or index: %q in %q", name, step, steps)
 			}

@@ -383,3 +383,54 @@ func TestWatchedPassesOverLapsed(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchedVersionsInBatches: the records that open work alone depends
+// on come with the versions the kernel holds, looked up versionsBatch at
+// a time, and "" for a record it holds none of.
+func TestWatchedVersionsInBatches(t *testing.T) {
+	ctx := context.Background()
+	s := openFresh(t)
+	now := pendingT0.Add(time.Hour)
+	const n = 2*versionsBatch + 3
+	err := s.Update(ctx, func(tx Tx) error {
+		for i := range n {
+			c := pendingCapability(i)
+			c.Record, c.IssuedAt, c.ExpiresAt = fmt.Sprintf("claims/C-%04d", i), now, now.Add(5*time.Minute)
+			if err := tx.InsertCapability(c); err != nil {
+				return err
+			}
+			// Seen before the window: its version comes by lookup.
+			if i%3 != 0 {
+				if err := tx.SetRecordVersion("claims", fmt.Sprintf("C-%04d", i), fmt.Sprintf("v%d", i), pendingT0); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx Tx) error {
+		w, err := tx.WatchedRecords(now, now, "")
+		if err != nil {
+			return err
+		}
+		if len(w) != n {
+			t.Fatalf("%d records watched, want %d", len(w), n)
+		}
+		for i, r := range w {
+			want := ""
+			if i%3 != 0 {
+				want = fmt.Sprintf("v%d", i)
+			}
+			if r.Key != fmt.Sprintf("C-%04d", i) || r.StateVersion != want {
+				t.Errorf("watched[%d] = %+v, want C-%04d at %q", i, r, i, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -792,8 +792,8 @@ type Watched struct {
 // source, then key: those read or noted since since, and those that
 // outstanding capabilities not expired at now, or open approvals, depend
 // on; of every agent's tasks, or of one agent's. The versions of the
-// records read recently come with them; only a record that open work
-// alone depends on is looked up on its own.
+// records read recently come with them; those of the records that open
+// work alone depends on are looked up together (recordVersions).
 func (t *txn) WatchedRecords(since, now time.Time, agent string) ([]Watched, error) {
 	seen, args := seenQuery, []any{ts(since)}
 	if agent != "" {
@@ -833,18 +833,58 @@ func (t *txn) WatchedRecords(since, now time.Time, agent string) ([]Watched, err
 			others = append(others, w)
 		}
 	}
-	for _, w := range others {
-		v, _, err := t.RecordVersion(w.Source, w.Key)
-		if err != nil {
-			return nil, err
-		}
-		w.StateVersion = v
-		out = append(out, w)
+	if len(others) == 0 {
+		return out, nil
 	}
-	if len(others) > 0 {
-		slices.SortFunc(out, compareWatched)
+	slices.SortFunc(others, compareWatched)
+	if err := t.recordVersions(others); err != nil {
+		return nil, err
 	}
+	out = append(out, others...)
+	slices.SortFunc(out, compareWatched)
 	return out, nil
+}
+
+// versionsBatch is how many records recordVersions looks up in one
+// statement.
+const versionsBatch = 256
+
+// versionsQuery selects the versions of n records, each given as its
+// source and key.
+func versionsQuery(n int) string {
+	return `SELECT source, record_key, state_version FROM records WHERE (source, record_key) IN (VALUES ` +
+		strings.Repeat("(?, ?), ", n-1) + `(?, ?))`
+}
+
+// recordVersions sets the version the kernel holds of each of ws, sorted
+// by compareWatched ("" for a record it holds none of), versionsBatch
+// records a statement: a record that open work alone depends on costs a
+// search of the records' key, not a statement of its own.
+func (t *txn) recordVersions(ws []Watched) error {
+	for batch := range slices.Chunk(ws, versionsBatch) {
+		args := make([]any, 0, 2*len(batch))
+		for _, w := range batch {
+			args = append(args, w.Source, w.Key)
+		}
+		rows, err := t.QueryContext(t.ctx, versionsQuery(len(batch)), args...)
+		if err != nil {
+			return fmt.Errorf("watched records' versions: %w", err)
+		}
+		for rows.Next() {
+			var r Watched
+			if err := rows.Scan(&r.Source, &r.Key, &r.StateVersion); err != nil {
+				rows.Close()
+				return fmt.Errorf("watched records' versions: %w", err)
+			}
+			if i, ok := slices.BinarySearchFunc(batch, r, compareWatched); ok {
+				batch[i].StateVersion = r.StateVersion
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("watched records' versions: %w", err)
+		}
+	}
+	return nil
 }
 
 // SplitRecord splits a record's name, "source/key" (as capabilities and
