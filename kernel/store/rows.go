@@ -703,9 +703,9 @@ var dependedSteps = 1024
 func (t *txn) dependedRecords(now time.Time, agent string) ([]string, error) {
 	at := ts(now)
 	if agent != "" {
-		return t.texts(dependedOfAgentQuery, agent, at, agent)
+		return t.texts("records depended on by agent "+agent, dependedOfAgentQuery, agent, at, agent)
 	}
-	rest, err := t.texts(dependedRestQuery, at)
+	rest, err := t.texts("records pending capabilities and approvals depend on", dependedRestQuery, at)
 	if err != nil {
 		return nil, err
 	}
@@ -730,30 +730,31 @@ func (t *txn) dependedRecords(now time.Time, agent string) ([]string, error) {
 		return nil, fmt.Errorf("watched records: %w", err)
 	}
 	if steps > dependedSteps {
-		if records, err = t.texts(dependedScanQuery, at); err != nil {
+		if records, err = t.texts("records capabilities depend on", dependedScanQuery, at); err != nil {
 			return nil, err
 		}
 	}
 	return append(records, rest...), nil
 }
 
-// texts runs query and returns its rows' one text column.
-func (t *txn) texts(query string, args ...any) ([]string, error) {
+// texts runs query and returns its rows' one text column; what names
+// them in an error.
+func (t *txn) texts(what, query string, args ...any) ([]string, error) {
 	rows, err := t.QueryContext(t.ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("watched records: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	var out []string
 	for rows.Next() {
 		var v string
 		if err := rows.Scan(&v); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("watched records: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, v)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("watched records: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
@@ -819,14 +820,15 @@ func (t *txn) WatchedRecords(since, now time.Time, agent string) ([]Watched, err
 	}
 	slices.SortFunc(out, compareWatched)
 	// One agent's tasks may have read a record more than once.
-	out = slices.CompactFunc(out, func(a, b Watched) bool { return a.Source == b.Source && a.Key == b.Key })
+	out = slices.CompactFunc(out, sameRecord)
 	depended, err := t.dependedRecords(now, agent)
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(depended)
+	// Open work may depend on a record more than once, or on one read
+	// lately.
 	var others []Watched
-	for _, r := range slices.Compact(depended) {
+	for _, r := range depended {
 		var w Watched
 		w.Source, w.Key = SplitRecord(r)
 		if _, seen := slices.BinarySearchFunc(out, w, compareWatched); !seen {
@@ -837,6 +839,7 @@ func (t *txn) WatchedRecords(since, now time.Time, agent string) ([]Watched, err
 		return out, nil
 	}
 	slices.SortFunc(others, compareWatched)
+	others = slices.CompactFunc(others, sameRecord)
 	if err := t.recordVersions(others); err != nil {
 		return nil, err
 	}
@@ -895,6 +898,9 @@ func SplitRecord(record string) (source, key string) {
 	source, key, _ = strings.Cut(record, "/")
 	return source, key
 }
+
+// sameRecord reports whether a and b name one record.
+func sameRecord(a, b Watched) bool { return a.Source == b.Source && a.Key == b.Key }
 
 // compareWatched orders watched records by source, then key.
 func compareWatched(a, b Watched) int {
