@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -152,8 +153,9 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); _ = logf.Close() }()
+	done := make(chan struct{})
+	var exit error
+	go func() { exit = cmd.Wait(); _ = logf.Close(); close(done) }()
 	var agent *client.Agent
 	var once sync.Once
 	stop := func() {
@@ -172,7 +174,15 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 		})
 	}
 	tb.Cleanup(stop)
-	addrs, err := waitAddrFile(addrPath, done)
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	addrs, err := serve.WaitAddrFile(wctx, addrPath, done, 20*time.Millisecond)
+	if errors.Is(err, serve.ErrExited) {
+		err = fmt.Errorf("%w: %v", err, exit)
+	}
+	if err == nil && (addrs["agent"] == "" || addrs["metrics"] == "") {
+		err = fmt.Errorf("want the agent and metrics listeners, have %v", addrs)
+	}
 	if err != nil {
 		log, _ := os.ReadFile(logf.Name())
 		tb.Fatalf("prepared-reply process: %v\n%s", err, log)
@@ -185,32 +195,6 @@ func startPrepared(tb testing.TB, st *stack, reply *agentv1.SubmitProposalRespon
 		tb.Fatal(err)
 	}
 	return preparedProcess{agent: agent, metrics: addrs["metrics"], stop: stop}
-}
-
-// waitAddrFile waits up to 30s for a process's address file and returns
-// its addresses by listener, unless the process exits first (done).
-func waitAddrFile(path string, done <-chan error) (map[string]string, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-done:
-			return nil, fmt.Errorf("exited during start-up: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		var addrs map[string]string
-		if err := json.Unmarshal(data, &addrs); err != nil {
-			return nil, fmt.Errorf("address file %s: %w", path, err)
-		}
-		if addrs["agent"] == "" || addrs["metrics"] == "" {
-			return nil, fmt.Errorf("address file %s: want the agent and metrics listeners, have %v", path, addrs)
-		}
-		return addrs, nil
-	}
-	return nil, fmt.Errorf("no address file %s within 30s", path)
 }
 
 // TestPreparedReply checks that the prepared-reply process is the

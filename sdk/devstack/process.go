@@ -3,7 +3,6 @@ package devstack
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ambitkernel/ambit/sdk/serve"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -109,25 +109,18 @@ func (s *Stack) tailLines(name string, n int) string {
 
 // waitAddrs waits for a process's address file.
 func (s *Stack) waitAddrs(ctx context.Context, name string, p *proc) (map[string]string, error) {
-	deadline := time.Now().Add(startWait)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("devstack: %s exited during start-up (%v)%s", name, p.err, s.tail(name))
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pollEvery):
-		}
-		data, err := os.ReadFile(s.addrPath(name))
-		if err != nil {
-			continue
-		}
-		var addrs map[string]string
-		if err := json.Unmarshal(data, &addrs); err == nil && len(addrs) > 0 {
-			return addrs, nil
-		}
+	ctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	addrs, err := serve.WaitAddrFile(ctx, s.addrPath(name), p.done, pollEvery)
+	switch {
+	case errors.Is(err, serve.ErrExited):
+		return nil, fmt.Errorf("devstack: %s exited during start-up (%v)%s", name, p.err, s.tail(name))
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("devstack: %s did not report its addresses within %s%s", name, startWait, s.tail(name))
+	case err != nil:
+		return nil, fmt.Errorf("devstack: %s: %w%s", name, err, s.tail(name))
 	}
-	return nil, fmt.Errorf("devstack: %s did not report its addresses within %s%s", name, startWait, s.tail(name))
+	return addrs, nil
 }
 
 // waitServing waits until a TLS listener's health check answers SERVING,
