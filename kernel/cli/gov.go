@@ -102,10 +102,7 @@ func approvalsCmd(env *Env) *cobra.Command {
 	g.register(cmd.Flags())
 	var q approvalsQuery
 	cmd.Flags().StringVar(&q.state, "state", "pending", "only approvals in this state: "+strings.Join(approvalStates(), ", "))
-	cmd.Flags().StringVar(&q.after, "after", "", "start after this approval (the next page)")
-	cmd.Flags().Int32Var(&q.limit, "limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
-	cmd.Flags().StringVar(&q.format, "format", "text", "output format: text or json")
-	formats(cmd, "text", "json")
+	q.register(cmd, "approval")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(approvalStates(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.RunE = func(cmd *cobra.Command, args []string) error { return runApprovals(cmd, env, &g, &q, args) }
 	return cmd
@@ -113,8 +110,8 @@ func approvalsCmd(env *Env) *cobra.Command {
 
 // approvalsQuery is what ambitctl approvals was asked for.
 type approvalsQuery struct {
-	state, after, format string
-	limit                int32
+	state string
+	pageFlags
 }
 
 // approvalStates are the states ambitctl approvals takes, lower case.
@@ -130,18 +127,12 @@ func approvalStates() []string {
 }
 
 func runApprovals(cmd *cobra.Command, env *Env, g *govFlags, q *approvalsQuery, args []string) error {
-	if err := checkFormat(q.format); err != nil {
+	if err := q.check("approvals", args); err != nil {
 		return err
-	}
-	if len(args) > 0 {
-		return fmt.Errorf("%w: approvals takes no arguments, got %q", ErrUsage, args)
 	}
 	state, ok := kernelv1.ApprovalState_value["APPROVAL_STATE_"+strings.ToUpper(q.state)]
 	if !ok || state == 0 {
 		return fmt.Errorf("%w: --state must be one of %s, got %q", ErrUsage, strings.Join(approvalStates(), ", "), q.state)
-	}
-	if q.limit < 1 || q.limit > maxPage {
-		return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, q.limit)
 	}
 	var resp *kernelv1.ListApprovalsResponse
 	err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {

@@ -219,29 +219,21 @@ func tasksCmd(env *Env) *cobra.Command {
 	g.register(cmd.Flags())
 	agent := cmd.Flags().String("agent", "", "only the tasks of this agent")
 	item := cmd.Flags().String("contract", "", "only the tasks bound to this contract item")
-	after := cmd.Flags().String("after", "", "start after this task (the next page)")
-	limit := cmd.Flags().Int32("limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
-	format := cmd.Flags().String("format", "text", "output format: text or json")
-	formats(cmd, "text", "json")
+	var page pageFlags
+	page.register(cmd, "task")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkFormat(*format); err != nil {
+		if err := page.check("tasks", args); err != nil {
 			return err
-		}
-		if len(args) > 0 {
-			return fmt.Errorf("%w: tasks takes no arguments, got %q", ErrUsage, args)
-		}
-		if *limit < 1 || *limit > maxPage {
-			return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, *limit)
 		}
 		var resp *kernelv1.ListTasksResponse
 		err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-			resp, err = c.ListTasks(ctx, &kernelv1.ListTasksRequest{Agent: *agent, ContractItemId: *item, AfterTaskId: *after, Limit: *limit})
+			resp, err = c.ListTasks(ctx, &kernelv1.ListTasksRequest{Agent: *agent, ContractItemId: *item, AfterTaskId: page.after, Limit: page.limit})
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("list tasks: %w", err)
 		}
-		if *format == "json" {
+		if page.format == "json" {
 			return writeProto(env.Stdout, resp)
 		}
 		if len(resp.GetTasks()) == 0 {
@@ -269,29 +261,21 @@ func commitmentsCmd(env *Env) *cobra.Command {
 	var g govFlags
 	g.register(cmd.Flags())
 	task := cmd.Flags().String("task", "", "only this task's commitments")
-	after := cmd.Flags().String("after", "", "start after this capability (the next page)")
-	limit := cmd.Flags().Int32("limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
-	format := cmd.Flags().String("format", "text", "output format: text or json")
-	formats(cmd, "text", "json")
+	var page pageFlags
+	page.register(cmd, "capability")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkFormat(*format); err != nil {
+		if err := page.check("commitments", args); err != nil {
 			return err
-		}
-		if len(args) > 0 {
-			return fmt.Errorf("%w: commitments takes no arguments, got %q", ErrUsage, args)
-		}
-		if *limit < 1 || *limit > maxPage {
-			return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, *limit)
 		}
 		var resp *kernelv1.ListCommitmentsResponse
 		err := g.call(cmd.Context(), func(ctx context.Context, c kernelv1.GovernanceServiceClient) (err error) {
-			resp, err = c.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: *task, AfterCapabilityId: *after, Limit: *limit})
+			resp, err = c.ListCommitments(ctx, &kernelv1.ListCommitmentsRequest{TaskId: *task, AfterCapabilityId: page.after, Limit: page.limit})
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("list commitments: %w", err)
 		}
-		if *format == "json" {
+		if page.format == "json" {
 			return writeProto(env.Stdout, resp)
 		}
 		if len(resp.GetCommitments()) == 0 {
@@ -381,11 +365,40 @@ func receiptsCmd(env *Env) *cobra.Command {
 	return cmd
 }
 
-// pageEntries hands each journal entry after the given position to keep,
-// in order, a page at a time, until keep returns false or the journal ends.
 // maxPage is the most a listing of the governance API returns at once.
 const maxPage = 1000
 
+// pageFlags are a listing's flags: where its page starts, how many it
+// holds, and how it is printed.
+type pageFlags struct {
+	after, format string
+	limit         int32
+}
+
+// register adds the flags to cmd; what names the items listed.
+func (p *pageFlags) register(cmd *cobra.Command, what string) {
+	cmd.Flags().StringVar(&p.after, "after", "", "start after this "+what+" (the next page)")
+	cmd.Flags().Int32Var(&p.limit, "limit", 100, fmt.Sprintf("at most this many (at most %d)", maxPage))
+	cmd.Flags().StringVar(&p.format, "format", "text", "output format: text or json")
+	formats(cmd, "text", "json")
+}
+
+// check refuses flags out of range and any argument to the listing name.
+func (p *pageFlags) check(name string, args []string) error {
+	if err := checkFormat(p.format); err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, name, args)
+	}
+	if p.limit < 1 || p.limit > maxPage {
+		return fmt.Errorf("%w: --limit must be 1 to %d, got %d", ErrUsage, maxPage, p.limit)
+	}
+	return nil
+}
+
+// pageEntries hands each journal entry after the given position to keep,
+// in order, a page at a time, until keep returns false or the journal ends.
 func pageEntries(ctx context.Context, c kernelv1.GovernanceServiceClient, after int64, keep func(*ledgerv1.Entry) bool) error {
 	for {
 		resp, err := c.ListEntries(ctx, &kernelv1.ListEntriesRequest{AfterSeq: after, Limit: maxPage})
