@@ -110,20 +110,7 @@ const tasksBoundToQuery = `SELECT task_id FROM tasks WHERE contract_item_id = ? 
 
 // TasksBoundTo lists the tasks bound to a contract item.
 func (t *txn) TasksBoundTo(itemID string) ([]string, error) {
-	rows, err := t.QueryContext(t.ctx, tasksBoundToQuery, itemID)
-	if err != nil {
-		return nil, fmt.Errorf("tasks bound to %q: %w", itemID, err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return t.texts(fmt.Sprintf("tasks bound to %q", itemID), tasksBoundToQuery, itemID)
 }
 
 // RecordVersion returns the last state version observed for a record.

@@ -109,12 +109,14 @@ func (s *Stack) tailLines(name string, n int) string {
 
 // waitAddrs waits for a process's address file.
 func (s *Stack) waitAddrs(ctx context.Context, name string, p *proc) (map[string]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, startWait)
+	wctx, cancel := context.WithTimeout(ctx, startWait)
 	defer cancel()
-	addrs, err := serve.WaitAddrFile(ctx, s.addrPath(name), p.done, pollEvery)
+	addrs, err := serve.WaitAddrFile(wctx, s.addrPath(name), p.done, pollEvery)
 	switch {
 	case errors.Is(err, serve.ErrExited):
 		return nil, fmt.Errorf("devstack: %s exited during start-up (%v)%s", name, p.err, s.tail(name))
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("devstack: %s did not report its addresses within %s%s", name, startWait, s.tail(name))
 	case err != nil:
