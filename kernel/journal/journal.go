@@ -329,7 +329,7 @@ func ReadRef(ctx context.Context, q Querier, ref string, kinds ...string) ([]Ent
 }
 
 // refsPerRead bounds the refs one statement of ReadRefs binds.
-const refsPerRead = 500
+const refsPerRead = 512
 
 // ReadRefs returns the entries whose ref is one of refs, among kinds: what
 // ReadRef returns of each, a statement per refsPerRead refs rather than
@@ -353,13 +353,21 @@ func ReadRefs(ctx context.Context, q Querier, refs []string, kinds ...string) ([
 }
 
 // refsQuery selects the entries whose ref is one of refs, in order,
-// through the index of ref tails: by tail, then by the whole ref.
+// through the index of ref tails: by tail, then by the whole ref. It
+// binds a power of two of refs, the last repeated to make up the number,
+// so that the statements a caller prepares are a handful of texts (one
+// ref, the common case, is one of them) rather than one per count.
 func refsQuery(refs []string) (string, []any) {
-	args := make([]any, 2*len(refs))
-	for i, r := range refs {
-		args[i], args[len(refs)+i] = RefTail(r), r
+	n := 1
+	for n < len(refs) {
+		n *= 2
 	}
-	ph := sqldb.Placeholders(len(refs))
+	args := make([]any, 2*n)
+	for i := range n {
+		r := refs[min(i, len(refs)-1)]
+		args[i], args[n+i] = RefTail(r), r
+	}
+	ph := sqldb.Placeholders(n)
 	return `SELECT ` + columns + ` FROM journal WHERE ` + refTail + ` IN (` + ph + `) AND ref IN (` + ph + `) ORDER BY seq`, args
 }
 

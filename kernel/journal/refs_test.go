@@ -28,6 +28,29 @@ func TestRefIndexKeysTails(t *testing.T) {
 		}
 	}
 	checkRefIndex(t, db, oddRefs[:2], "USING INDEX journal_ref_tail")
+	// Three refs bind four, the last twice: each entry is read once.
+	checkRefIndex(t, db, oddRefs[2:5], "USING INDEX journal_ref_tail")
+}
+
+// TestRefsQueryTexts: however many refs a read binds, up to refsPerRead,
+// its statement is one of a handful of texts, which a caller can keep
+// prepared.
+func TestRefsQueryTexts(t *testing.T) {
+	texts := map[string]bool{}
+	for n := 1; n <= refsPerRead; n++ {
+		refs := make([]string, n)
+		for i := range refs {
+			refs[i] = fmt.Sprintf("dec-%04x", i)
+		}
+		query, args := refsQuery(refs)
+		texts[query] = true
+		if got, want := args[len(args)-1], refs[n-1]; got != want {
+			t.Fatalf("%d refs: last argument %v, want the last ref %q", n, got, want)
+		}
+	}
+	if len(texts) != 10 {
+		t.Errorf("%d refs read with %d texts, want 10 (1, 2, 4 … 512 refs)", refsPerRead, len(texts))
+	}
 }
 
 // TestRefIndexOnPostgres: on PostgreSQL too, the index of refs keys each

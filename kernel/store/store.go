@@ -579,20 +579,23 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 }
 
 // Entries reads the journal after position after (limit <= 0: all).
+// Reads of the journal run prepared statements: parsing one costs more
+// than finding an entry by its ref, which a contract loaded again from
+// the journal does on a decision.
 func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
-	return journal.Read(ctx, s.ro, after, limit)
+	return journal.Read(ctx, s.roStmts, after, limit)
 }
 
 // EntriesWithRef reads the journal's entries with one ref, among kinds
 // (any kind when none is given).
 func (s *Store) EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error) {
-	return journal.ReadRef(ctx, s.ro, ref, kinds...)
+	return journal.ReadRef(ctx, s.roStmts, ref, kinds...)
 }
 
 // EntriesWithRefs reads the journal's entries whose ref is one of refs,
 // among kinds (see [journal.ReadRefs]).
 func (s *Store) EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error) {
-	return journal.ReadRefs(ctx, s.ro, refs, kinds...)
+	return journal.ReadRefs(ctx, s.roStmts, refs, kinds...)
 }
 
 // Head is the journal's committed tree head.
