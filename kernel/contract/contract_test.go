@@ -315,4 +315,22 @@ func TestUnknownEnumNamesItsPlace(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Compile = %v, want it to name %s", err, want)
 	}
+
+	// In a list of values, under a schema's field.
+	c, err = contract.Parse("c.yaml", []byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := structpb.NewList([]any{"a", nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list.Values[1] = structpb.NewNullValue()
+	list.Values[1].Kind.(*structpb.Value_NullValue).NullValue = 9
+	c.Action.Tools[0].InputSchema.Fields["enum"] = structpb.NewListValue(list)
+	_, err = contract.Compile(c)
+	want = "action.tools[0].input_schema.fields[enum].list_value.values[1].null_value: unknown enum value 9 for google.protobuf.NullValue"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Compile = %v, want it to name %s", err, want)
+	}
 }

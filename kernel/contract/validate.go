@@ -9,6 +9,7 @@ import (
 	contractv1 "github.com/ambitkernel/ambit/proto/gen/ambit/contract/v1"
 	"github.com/ambitkernel/ambit/sdk/money"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // ErrInvalid marks a contract or proposal that is malformed or
@@ -253,6 +254,16 @@ func (p *fieldPath) String() string {
 }
 
 func checkMessageEnums(m protoreflect.Message, at *fieldPath) error {
+	// Argument schemas are trees of google.protobuf.Value, walked through
+	// their Go types: by reflection, the walk cost most of a compile.
+	switch v := m.Interface().(type) {
+	case *structpb.Value:
+		return checkStructValue(v, at)
+	case *structpb.Struct:
+		return checkStruct(v, at)
+	case *structpb.ListValue:
+		return checkListValue(v, at)
+	}
 	fields := m.Descriptor().Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
@@ -298,6 +309,47 @@ func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, at *field
 	}
 	return nil
 }
+
+// checkStructValue is checkMessageEnums of a google.protobuf.Value: its
+// one enum is null_value, the rest of it values of its own kind.
+func checkStructValue(v *structpb.Value, at *fieldPath) error {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NullValue:
+		if nullValues.ByNumber(k.NullValue.Number()) == nil {
+			return invalid((&fieldPath{parent: at, name: "null_value"}).String(), "unknown enum value %d for %s", k.NullValue, nullValueName)
+		}
+	case *structpb.Value_StructValue:
+		return checkStruct(k.StructValue, &fieldPath{parent: at, name: "struct_value"})
+	case *structpb.Value_ListValue:
+		return checkListValue(k.ListValue, &fieldPath{parent: at, name: "list_value"})
+	}
+	return nil
+}
+
+func checkStruct(s *structpb.Struct, at *fieldPath) error {
+	field := fieldPath{parent: at, name: "fields"}
+	for k, v := range s.GetFields() {
+		if err := checkStructValue(v, &fieldPath{parent: &field, elem: true, key: protoreflect.ValueOfString(k).MapKey()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkListValue(l *structpb.ListValue, at *fieldPath) error {
+	field := fieldPath{parent: at, name: "values"}
+	for i, v := range l.GetValues() {
+		if err := checkStructValue(v, &fieldPath{parent: &field, elem: true, index: i}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	nullValues    = structpb.NullValue(0).Descriptor().Values()
+	nullValueName = structpb.NullValue(0).Descriptor().FullName()
+)
 
 // slashInSource explains why a source name may not contain "/": a record
 // is named "source/key" and cut at its first "/", so source "a/b" with key
