@@ -11,7 +11,7 @@ import (
 const maxIssued = 1 << 16
 
 // signedCapabilities remembers the digests of the capability envelopes
-// this kernel signed and committed, the oldest first to go when full. A
+// this kernel signed and committed, as many as a [memo.Map] holds. A
 // redemption presents one back: an envelope identical to one the kernel
 // signed (payload, key id and signature, see envelope.Digest) is that
 // signature, checked without a second Ed25519 verification. What it does
@@ -30,7 +30,8 @@ func (s *signedCapabilities) add(id, d string) { s.digest.Put(id, d) }
 // self under key id signer.
 func (s *signedCapabilities) open(self envelope.Keyring, signer string, env *receiptv1.Envelope, c *receiptv1.Capability) error {
 	if env.GetPayloadType() == capabilityType && env.GetKeyId() == signer && proto.Unmarshal(env.GetPayload(), c) == nil {
-		d, ok := s.digest.Get(c.GetCapabilityId())
+		// Redeemed once: presenting it does not keep it longer.
+		d, ok := s.digest.Peek(c.GetCapabilityId())
 		if ok && d == envelope.Digest(env) {
 			return nil
 		}

@@ -2,17 +2,27 @@ package memo
 
 import "sync"
 
-// Map is a map of bounded size that forgets its oldest key when full.
-// Nothing may depend on a key still being there: a caller that misses
-// does the work again.
+// Map is a map of bounded size. When full, a new key takes the place of
+// the oldest key not found by [Map.Get] since its turn last came (the
+// CLOCK policy, a second chance): what is used again and again stays, a
+// key that came once and was never asked for again goes first. Nothing
+// may depend on a key still being there: a caller that misses does the
+// work again.
 type Map[V any] struct {
 	mu  sync.Mutex
 	max int
-	m   map[string]V
-	// order holds the keys in the order they came, a ring once full:
-	// next is the oldest.
-	order []string
-	next  int
+	m   map[string]int // key → its slot
+	// slots hold the keys in the order they came, a ring once full: hand
+	// is the next to be looked at for a place.
+	slots []slot[V]
+	hand  int
+}
+
+type slot[V any] struct {
+	key string
+	v   V
+	// used is set by Get and cleared when the hand passes the key over.
+	used bool
 }
 
 // New returns a map that holds at most n keys (at least one).
@@ -23,27 +33,53 @@ func (m *Map[V]) Put(k string, v V) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m, m.order = map[string]V{}, make([]string, 0, m.max)
+		m.m, m.slots = map[string]int{}, make([]slot[V], 0, m.max)
 	}
 	if _, ok := m.m[k]; ok {
 		return
 	}
-	if len(m.order) < m.max {
-		m.order = append(m.order, k)
-	} else {
-		delete(m.m, m.order[m.next])
-		m.order[m.next] = k
-		m.next = (m.next + 1) % m.max
+	if len(m.slots) < m.max {
+		m.m[k] = len(m.slots)
+		m.slots = append(m.slots, slot[V]{key: k, v: v})
+		return
 	}
-	m.m[k] = v
+	// Each used key the hand passes loses its mark, so within one turn
+	// of the ring it finds a key to forget.
+	for m.slots[m.hand].used {
+		m.slots[m.hand].used = false
+		m.hand = (m.hand + 1) % m.max
+	}
+	s := &m.slots[m.hand]
+	delete(m.m, s.key)
+	*s = slot[V]{key: k, v: v}
+	m.m[k] = m.hand
+	m.hand = (m.hand + 1) % m.max
 }
 
-// Get returns what k is remembered as.
+// Get returns what k is remembered as, and marks it used.
 func (m *Map[V]) Get(k string) (V, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v, ok := m.m[k]
-	return v, ok
+	i, ok := m.m[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	m.slots[i].used = true
+	return m.slots[i].v, true
+}
+
+// Peek returns what k is remembered as, without marking it used: for a
+// key asked for once, which should go in its turn.
+func (m *Map[V]) Peek(k string) (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, ok := m.m[k]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return m.slots[i].v, true
 }
 
 // Len is how many keys m remembers.

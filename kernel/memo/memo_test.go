@@ -5,17 +5,15 @@ import (
 	"testing"
 )
 
-// TestForgetsOldest: a full map forgets its oldest key for a new one, and
-// remembering a key again neither moves nor replaces it.
+// TestForgetsOldest: a full map forgets its oldest key for a new one when
+// none was asked for, and remembering a key again neither moves nor
+// replaces it.
 func TestForgetsOldest(t *testing.T) {
 	m := New[int](3)
 	for i := range 3 {
 		m.Put(strconv.Itoa(i), i)
 	}
 	m.Put("0", 99) // remembered already: kept as it was, still the oldest
-	if v, ok := m.Get("0"); !ok || v != 0 {
-		t.Errorf("Get(0) = %d, %v; want 0, true", v, ok)
-	}
 	m.Put("3", 3)
 	if _, ok := m.Get("0"); ok {
 		t.Error("the oldest key is still remembered past the map's size")
@@ -27,6 +25,52 @@ func TestForgetsOldest(t *testing.T) {
 	}
 	if n := m.Len(); n != 3 {
 		t.Errorf("Len() = %d, want 3", n)
+	}
+}
+
+// TestKeepsWhatIsUsed: a key found since its turn last came is passed
+// over once, losing its mark, and the next oldest goes instead; a key
+// found again and again stays however many keys come once.
+func TestKeepsWhatIsUsed(t *testing.T) {
+	m := New[int](3)
+	for i := range 3 {
+		m.Put(strconv.Itoa(i), i)
+	}
+	if v, ok := m.Get("0"); !ok || v != 0 {
+		t.Fatalf("Get(0) = %d, %v; want 0, true", v, ok)
+	}
+	m.Put("3", 3) // 0 is passed over, 1 goes
+	if _, ok := m.Get("1"); ok {
+		t.Error("1, never asked for, outlived 0, which was")
+	}
+	m.Put("4", 4) // 2 goes; 0 lost its mark
+	m.Put("5", 5) // and now 0 goes
+	for k, want := range map[string]bool{"0": false, "2": false, "3": true, "4": true, "5": true} {
+		if _, ok := m.Get(k); ok != want {
+			t.Errorf("Get(%s) found = %v, want %v", k, ok, want)
+		}
+	}
+
+	// What is only peeked at keeps its turn.
+	m.Put("6", 6) // 3 goes
+	if v, ok := m.Peek("4"); !ok || v != 4 {
+		t.Fatalf("Peek(4) = %d, %v; want 4, true", v, ok)
+	}
+	m.Put("7", 7) // 4 goes: peeking at it did not mark it
+	if _, ok := m.Peek("4"); ok {
+		t.Error("a key only peeked at outlived its turn")
+	}
+
+	hot := New[int](4)
+	for i := range 1000 {
+		if _, ok := hot.Get("hot"); !ok && i > 0 {
+			t.Fatalf("the key asked for on every put was forgotten after %d others", i)
+		}
+		hot.Put("hot", -1)
+		hot.Put(strconv.Itoa(i), i)
+	}
+	if n := hot.Len(); n != 4 {
+		t.Errorf("Len() = %d, want 4", n)
 	}
 }
 
