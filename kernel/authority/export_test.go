@@ -50,3 +50,6 @@ func CompiledTool(k *Kernel, id, tool string) *contract.Tool {
 	}
 	return cc.Tools[tool]
 }
+
+// MaxCompiled is how many compiled contracts a kernel keeps.
+const MaxCompiled = maxCompiled

@@ -114,7 +114,9 @@ func liveHeap() uint64 {
 //   - beside: the same decisions in rounds alternating with decisions on
 //     a store of 10 tasks held beside it, open in the same process.
 //   - stretch: the same decisions, stretchLength in a row, their wall
-//     and CPU time and the collections that ran (stretchOf).
+//     and CPU time and the collections that ran (stretchOf);
+//   - wide: decisions on tasks drawn from up to wideTasks, more than the
+//     kernel keeps compiled contracts of (wideOf).
 //
 // The figures at 10 tasks are the baseline the larger sizes are read
 // against. decide's baseline ran minutes before, on a smaller heap: its
@@ -133,7 +135,7 @@ func BenchmarkScale(b *testing.B) {
 	base := newWorld(b)
 	seedTasks(b, base, 10)
 	quietKernel(b, base)
-	baseProposals := scaleProposals(base, 10)
+	baseProposals := scaleProposals(base, 10, drawnTasks)
 	for _, n := range scaleSizes() {
 		r := scaleRow{n: n}
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
@@ -209,7 +211,7 @@ func BenchmarkScale(b *testing.B) {
 				}
 			})
 
-			ps := scaleProposals(w, n)
+			ps := scaleProposals(w, n, drawnTasks)
 			rng := rand.New(rand.NewPCG(1, 2))
 			b.Run("decide", func(b *testing.B) {
 				ops, t0 := 0, time.Now()
@@ -221,27 +223,36 @@ func BenchmarkScale(b *testing.B) {
 			})
 			r.beside = besideBase(b, w, ps, base, baseProposals)
 			r.stretch = stretchOf(b, w, ps)
+			r.wide = wideOf(b, w, n)
 			rows = append(rows, r)
 		})
 	}
 }
 
-// scaleProposals are proposals on up to 256 of w's n tasks, spread over
+// drawnTasks is how many tasks decide, beside and stretch draw from.
+const drawnTasks = 256
+
+// scaleProposals are proposals on up to k of w's n tasks, spread over
 // the seeded range, each citing an evidence read of its own.
-func scaleProposals(w *world, n int) []authority.Proposal {
+func scaleProposals(w *world, n, k int) []authority.Proposal {
 	var ps []authority.Proposal
-	for i := range min(n, 256) {
-		task := scaleTask(i * n / min(n, 256))
+	k = min(n, k)
+	for i := range k {
+		task := scaleTask(i * n / k)
 		env, _ := w.read(task)
 		ps = append(ps, proposal(task, refund(1740, subject), env))
 	}
 	return ps
 }
 
-// decideOne submits one of ps, drawn by rng, and fails unless it is
-// allowed with a capability.
+// decideOne submits one of ps, drawn by rng (the first when rng is nil),
+// and fails unless it is allowed with a capability.
 func decideOne(b *testing.B, w *world, ps []authority.Proposal, rng *rand.Rand) {
-	d, err := w.k.Submit(w.ctx, ps[rng.IntN(len(ps))])
+	p := ps[0]
+	if rng != nil {
+		p = ps[rng.IntN(len(ps))]
+	}
+	d, err := w.k.Submit(w.ctx, p)
 	if err != nil || d.GetCapability() == nil {
 		b.Fatalf("%v %v", d, err)
 	}
@@ -289,6 +300,8 @@ type scaleRow struct {
 	beside []float64
 	// stretch is a long run of decisions in a row (stretchOf).
 	stretch stretch
+	// wide is a decision on a task drawn from many (wideOf).
+	wide time.Duration
 }
 
 // stretch is what a run of decisions in a row cost each decision: its
@@ -322,6 +335,31 @@ func stretchOf(b *testing.B, w *world, ps []authority.Proposal) stretch {
 	wall, cpu := time.Since(t0), processCPU(b)-cpu0
 	runtime.ReadMemStats(&after)
 	return stretch{wall: wall / stretchLength, cpu: cpu / stretchLength, collections: after.NumGC - before.NumGC}
+}
+
+// wideTasks is how many tasks wideOf draws from: four times the
+// contracts the kernel keeps compiled (maxCompiled), so that most draws
+// find their task's contract no longer compiled, as draws from a million
+// tasks would (three in four here, all but one in a hundred there).
+const wideTasks = 1 << 15
+
+// wideOf is what a decision costs on a task drawn at random from up to
+// wideTasks of w's n, spread over the range, once each of them has been
+// decided on: the cost of the kernel's bounded memories (a compiled
+// contract loaded from the journal and compiled again, a binding read
+// again), not of a first decision.
+func wideOf(b *testing.B, w *world, n int) time.Duration {
+	ps := scaleProposals(w, n, wideTasks)
+	for i := range ps {
+		decideOne(b, w, ps[i:i+1], nil)
+	}
+	const decisions = 20_000
+	rng := rand.New(rand.NewPCG(7, 8))
+	t0 := time.Now()
+	for range decisions {
+		decideOne(b, w, ps, rng)
+	}
+	return time.Since(t0) / decisions
 }
 
 // processCPU is the CPU time the process has used, in user and system
@@ -361,6 +399,11 @@ func printScale(rows []scaleRow) {
 		st := r.stretch
 		fmt.Printf("%9d | %10s %9.2fx | %10s %9.2fx | %d\n", r.n, st.wall.Round(time.Microsecond), float64(st.wall)/float64(base.stretch.wall),
 			st.cpu.Round(time.Microsecond), float64(st.cpu)/float64(base.stretch.cpu), st.collections)
+	}
+	fmt.Printf("\ndecisions on tasks drawn from up to %d, each decided on once before: past the %d contracts the kernel keeps compiled\n", wideTasks, authority.MaxCompiled)
+	fmt.Printf("%9s | %10s | %22s\n", "tasks", "drawn from", "a decision")
+	for _, r := range rows {
+		fmt.Printf("%9d | %10d | %10s %9.2fx\n", r.n, min(r.n, wideTasks), r.wide.Round(time.Microsecond), float64(r.wide)/float64(base.wide))
 	}
 }
 
