@@ -57,7 +57,13 @@ func (m *Map[V]) Put(k string, v V) {
 }
 
 // Get returns what k is remembered as, and marks it used.
-func (m *Map[V]) Get(k string) (V, bool) {
+func (m *Map[V]) Get(k string) (V, bool) { return m.find(k, true) }
+
+// Peek returns what k is remembered as, without marking it used: for a
+// key asked for once, which should go in its turn.
+func (m *Map[V]) Peek(k string) (V, bool) { return m.find(k, false) }
+
+func (m *Map[V]) find(k string, use bool) (V, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i, ok := m.m[k]
@@ -65,19 +71,8 @@ func (m *Map[V]) Get(k string) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	m.slots[i].used = true
-	return m.slots[i].v, true
-}
-
-// Peek returns what k is remembered as, without marking it used: for a
-// key asked for once, which should go in its turn.
-func (m *Map[V]) Peek(k string) (V, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	i, ok := m.m[k]
-	if !ok {
-		var zero V
-		return zero, false
+	if use {
+		m.slots[i].used = true
 	}
 	return m.slots[i].v, true
 }
