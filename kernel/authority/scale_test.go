@@ -116,7 +116,8 @@ func liveHeap() uint64 {
 //   - stretch: the same decisions, stretchLength in a row, their wall
 //     and CPU time and the collections that ran (stretchOf);
 //   - wide: decisions on tasks drawn from up to wideTasks, more than the
-//     kernel keeps compiled contracts of (wideOf).
+//     kernel keeps compiled contracts of, each alike, then half of them
+//     on a few busy tasks (wideOf).
 //
 // The figures at 10 tasks are the baseline the larger sizes are read
 // against. decide's baseline ran minutes before, on a smaller heap: its
@@ -223,7 +224,7 @@ func BenchmarkScale(b *testing.B) {
 			})
 			r.beside = besideBase(b, w, ps, base, baseProposals)
 			r.stretch = stretchOf(b, w, ps)
-			r.wide = wideOf(b, w, n)
+			r.wide, r.busy = wideOf(b, w, n)
 			rows = append(rows, r)
 		})
 	}
@@ -300,8 +301,9 @@ type scaleRow struct {
 	beside []float64
 	// stretch is a long run of decisions in a row (stretchOf).
 	stretch stretch
-	// wide is a decision on a task drawn from many (wideOf).
-	wide time.Duration
+	// wide is a decision on a task drawn from many, busy one when half
+	// of them are on a few (wideOf).
+	wide, busy time.Duration
 }
 
 // stretch is what a run of decisions in a row cost each decision: its
@@ -348,7 +350,11 @@ const wideTasks = 1 << 15
 // decided on: the cost of the kernel's bounded memories (a compiled
 // contract loaded from the journal and compiled again, a binding read
 // again), not of a first decision.
-func wideOf(b *testing.B, w *world, n int) time.Duration {
+//
+// busy is the same when every other decision is on one of busyTasks, half
+// as many as the kernel keeps compiled: what the kernel keeps of the
+// contracts decided on again and again while others come once.
+func wideOf(b *testing.B, w *world, n int) (wide, busy time.Duration) {
 	ps := scaleProposals(w, n, wideTasks)
 	for i := range ps {
 		decideOne(b, w, ps[i:i+1], nil)
@@ -359,8 +365,20 @@ func wideOf(b *testing.B, w *world, n int) time.Duration {
 	for range decisions {
 		decideOne(b, w, ps, rng)
 	}
-	return time.Since(t0) / decisions
+	wide = time.Since(t0) / decisions
+	t0 = time.Now()
+	for i := range decisions {
+		if i%2 == 0 {
+			decideOne(b, w, ps[:min(len(ps), busyTasks)], rng)
+		} else {
+			decideOne(b, w, ps, rng)
+		}
+	}
+	return wide, time.Since(t0) / decisions
 }
+
+// busyTasks is how many tasks wideOf's busy decisions come back to.
+const busyTasks = 1 << 12
 
 // processCPU is the CPU time the process has used, in user and system
 // mode, on all its threads.
@@ -401,9 +419,10 @@ func printScale(rows []scaleRow) {
 			st.cpu.Round(time.Microsecond), float64(st.cpu)/float64(base.stretch.cpu), st.collections)
 	}
 	fmt.Printf("\ndecisions on tasks drawn from up to %d, each decided on once before: past the %d contracts the kernel keeps compiled\n", wideTasks, authority.MaxCompiled)
-	fmt.Printf("%9s | %10s | %22s\n", "tasks", "drawn from", "a decision")
+	fmt.Printf("%9s | %10s | %22s | %s\n", "tasks", "drawn from", "a decision", fmt.Sprintf("every other one on %d of them", busyTasks))
 	for _, r := range rows {
-		fmt.Printf("%9d | %10d | %10s %9.2fx\n", r.n, min(r.n, wideTasks), r.wide.Round(time.Microsecond), float64(r.wide)/float64(base.wide))
+		fmt.Printf("%9d | %10d | %10s %9.2fx | %10s %9.2fx\n", r.n, min(r.n, wideTasks), r.wide.Round(time.Microsecond), float64(r.wide)/float64(base.wide),
+			r.busy.Round(time.Microsecond), float64(r.busy)/float64(base.busy))
 	}
 }
 
