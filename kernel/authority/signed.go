@@ -11,7 +11,7 @@ import (
 const maxIssued = 1 << 16
 
 // signedCapabilities remembers the digests of the capability envelopes
-// this kernel signed and committed, as many as a [memo.Map] holds. A
+// this kernel signed and committed, up to maxIssued of them. A
 // redemption presents one back: an envelope identical to one the kernel
 // signed (payload, key id and signature, see envelope.Digest) is that
 // signature, checked without a second Ed25519 verification. What it does

@@ -4,8 +4,9 @@ import "sync"
 
 // Map is a map of bounded size. When full, a new key takes the place of
 // the oldest key not found by [Map.Get] since its turn last came (the
-// CLOCK policy, a second chance): what is used again and again stays, a
-// key that came once and was never asked for again goes first. Nothing
+// CLOCK policy, a second chance): a key asked for again within a turn of
+// the ring stays, a key that came once and was never asked for again goes
+// first. Nothing
 // may depend on a key still being there: a caller that misses does the
 // work again.
 type Map[V any] struct {

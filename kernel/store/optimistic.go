@@ -302,7 +302,7 @@ func readThrough[V any](t *txn, cache map[string]V, k string, read func() (V, bo
 func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
 	return readThrough(t, t.s.mirror.tasks, BindingKey(taskID), func() (Task, bool, error) {
 		var b Task
-		err := t.s.roStmts.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
+		err := t.QueryRowContext(t.ctx, `SELECT contract_item_id, agent FROM tasks WHERE task_id = ?`, taskID).Scan(&b.ItemID, &b.Agent)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Task{}, false, nil
 		}
@@ -318,7 +318,7 @@ func (t *txn) mirroredTask(taskID string) (Task, bool, error) {
 func (t *txn) mirroredRecord(source, key string) (string, error) {
 	v, _, err := readThrough(t, t.s.mirror.records, RecordKey(source, key), func() (string, bool, error) {
 		var v string
-		err := t.s.roStmts.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
+		err := t.QueryRowContext(t.ctx, `SELECT state_version FROM records WHERE source = ? AND record_key = ?`, source, key).Scan(&v)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return "", false, fmt.Errorf("record %s/%s: %w", source, key, err)
 		}
