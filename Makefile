@@ -81,7 +81,7 @@ bench: $(TOOLS)/opa ## Print evaluator, identifier, signing, scale (10 to 10^6 t
 	go test -run '^$$' -bench . -benchmem -count 1 ./kernel/evaluate/
 	go test -run '^$$' -bench Bool -benchmem -count 1 ./sdk/expr/
 	go test -run '^$$' -bench 'Submit|ItemsAt' -benchmem -count 1 ./kernel/authority/
-	go test -run '^$$' -bench 'EvidenceIDs|CommitPages|Watched' -benchmem -count 1 ./kernel/store/
+	go test -run '^$$' -bench 'EvidenceIDs|CommitPages|DecisionCommit|Watched' -benchmem -count 1 ./kernel/store/
 	go test -run '^$$' -bench 'Sign' -benchmem -count 1 ./sdk/envelope/
 	AMBIT_BENCH_SCALE=1 go test -run '^$$' -bench 'Scale' -count 1 -timeout 90m ./kernel/authority/
 	AMBIT_BENCH=1 AMBIT_BENCH_ROUNDS=3 AMBIT_BENCH_OPA=$(TOOLS)/opa go test -run '^$$' -bench 'Networked' -count 1 -timeout 30m ./e2e/
