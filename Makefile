@@ -65,8 +65,9 @@ test-clients: build python-deps $(TS_DEPS) ## Run the Python and TypeScript clie
 	cd $(TS_CLIENT) && node_modules/.bin/tsc && node --test dist/test/*.test.js
 
 .PHONY: chaos
-chaos: ## Crash test: 1,000 refund and 250 support-desk loops under SIGKILLs at random times and at every failpoint, then the audit
-	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
+chaos: ## Crash test: 1,000 refund and 250 support-desk loops under SIGKILLs at random times and at every failpoint, then the audit; at durability full, then normal
+	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) AMBIT_CHAOS_DURABILITY=full go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
+	AMBIT_CHAOS_LOOPS=$(CHAOS_LOOPS) AMBIT_CHAOS_SEED=$(CHAOS_SEED) AMBIT_CHAOS_DURABILITY=normal go test -count=1 -run '^TestChaos$$' -timeout 3h -v ./e2e/
 
 .PHONY: replicas
 replicas: build postgres ## Two kernel replicas on one PostgreSQL behind the sidecars, one killed under load; print the figures

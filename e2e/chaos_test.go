@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +23,9 @@ const (
 	chaosLoopsEnv = "AMBIT_CHAOS_LOOPS"
 	// chaosSeedEnv sets the seed (default 1).
 	chaosSeedEnv = "AMBIT_CHAOS_SEED"
+	// chaosDurabilityEnv sets the stack's durability for the long run
+	// (default full); the short one runs at both.
+	chaosDurabilityEnv = "AMBIT_CHAOS_DURABILITY"
 )
 
 // chaosCapabilityTTL is short on purpose: an agent's retries across a
@@ -38,8 +42,20 @@ const chaosCapabilityTTL = 3 * time.Second
 // verifying against the kernel's checkpoints. By default it is short (40
 // loops, a few kills); AMBIT_CHAOS_LOOPS=N runs N refund loops and N/4
 // desk loops, prints the figures and also requires every failpoint to
-// have fired.
+// have fired. The short run runs at both durabilities: at normal the
+// kernel acknowledges decisions from its store's log file, and a kill
+// between that and their copy into the database loses none of them.
 func TestChaos(t *testing.T) {
+	durabilities := []string{"full", "normal"}
+	if os.Getenv(chaosLoopsEnv) != "" {
+		durabilities = []string{cmp.Or(os.Getenv(chaosDurabilityEnv), "full")}
+	}
+	for _, d := range durabilities {
+		t.Run(d, func(t *testing.T) { chaosAt(t, d) })
+	}
+}
+
+func chaosAt(t *testing.T, durability string) {
 	o := chaos.Options{RefundLoops: 30, DeskLoops: 10, Workers: 6, Seed: 1, LoopTimeout: 2 * time.Minute,
 		MinGap: 100 * time.Millisecond, MaxGap: 500 * time.Millisecond, FailpointWait: 5 * time.Second}
 	long := os.Getenv(chaosLoopsEnv) != ""
@@ -62,7 +78,7 @@ func TestChaos(t *testing.T) {
 		o.Seed = seed
 	}
 	o.CapabilityTTL = chaosCapabilityTTL
-	st := startStack(t, devstack.Options{Agents: 4, CapabilityTTL: o.CapabilityTTL}, demo.ExpenseRefund, demo.Supportdesk)
+	st := startStack(t, devstack.Options{Agents: 4, CapabilityTTL: o.CapabilityTTL, Durability: durability}, demo.ExpenseRefund, demo.Supportdesk)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	rep, err := chaos.Run(ctx, st.Stack, o)

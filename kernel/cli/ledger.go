@@ -14,6 +14,7 @@ import (
 	"github.com/ambitkernel/ambit/kernel/canon"
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/journal/checkpoint"
+	"github.com/ambitkernel/ambit/kernel/store"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 	"github.com/spf13/cobra"
@@ -210,6 +211,9 @@ func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (jou
 	}
 	if _, err := os.Stat(path); err != nil {
 		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	if pending, err := store.LogPending(path); err != nil || pending {
+		return journal.Report{}, cmp.Or(err, fmt.Errorf("%s: its log file is not empty: the kernel stopped without a clean shutdown, and it may hold entries the kernel acknowledged and had not copied into the database; start the kernel on it once (it copies them and empties the log), then verify", path))
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {

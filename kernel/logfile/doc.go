@@ -4,10 +4,10 @@
 // While a batch is written the next one gathers, so a busy file writes
 // once per batch, not once per record.
 //
-// It is what a journal of the kernel's own would stand on: a decision's
-// entries appended where SQLite's commit now writes a b-tree's pages.
-// `BenchmarkDecisionCommit` in package store times both, side by side.
-// Nothing in the kernel writes one yet.
+// An SQLite store at durability normal acknowledges a decision's commit
+// from one (package store), and copies it into SQLite after.
+// `BenchmarkDecisionCommit` in package store times an append beside
+// SQLite's commit of the same rows.
 //
 // A batch is framed by a header that carries its first record's number,
 // its record count, its length and a CRC-32C of all of it, so that

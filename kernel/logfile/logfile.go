@@ -432,5 +432,41 @@ func (l *Log) Scan(fn func(n uint64, rec []byte) error) error {
 	return err
 }
 
+// Empty says whether the log at path holds no batch, or does not exist,
+// reading it only: a tool that must not write to it asks this.
+func Empty(path string) (bool, error) {
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return info.Size() <= int64(len(fileHeader)), nil
+}
+
+// Size is the file's length in bytes.
+func (l *Log) Size() int64 { return l.end.Load() }
+
+// Reset empties the log, once what it holds is kept elsewhere: the file
+// keeps its header alone, and numbering starts again at zero. No Append
+// may run meanwhile.
+func (l *Log) Reset() error {
+	if err := l.brokenErr(); err != nil {
+		return err
+	}
+	if err := l.f.Truncate(int64(len(fileHeader))); err != nil {
+		return l.breakOn(fmt.Errorf("reset: %w", err))
+	}
+	if l.sync {
+		if err := syncData(l.f); err != nil {
+			return l.breakOn(fmt.Errorf("reset: %w", err))
+		}
+	}
+	l.end.Store(int64(len(fileHeader)))
+	l.count.Store(0)
+	return nil
+}
+
 // Close closes the file. Appends must have returned.
 func (l *Log) Close() error { return l.f.Close() }

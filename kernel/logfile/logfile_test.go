@@ -376,3 +376,43 @@ func TestAppender(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestReset(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log")
+			l := open(t, path, sync)
+			mustAppend(t, l, "one", "two")
+			if err := l.Reset(); err != nil {
+				t.Fatal(err)
+			}
+			if l.Len() != 0 || l.Size() != int64(len(fileHeader)) {
+				t.Fatalf("after Reset: Len %d, Size %d", l.Len(), l.Size())
+			}
+			if first := mustAppend(t, l, "three"); first != 0 {
+				t.Fatalf("first record after Reset numbered %d", first)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := records(t, open(t, path, sync)); !equal(got, []string{"three"}) {
+				t.Fatalf("records %q", got)
+			}
+		})
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	if empty, err := Empty(path); err != nil || !empty {
+		t.Fatalf("no file: %v %v", empty, err)
+	}
+	l := open(t, path, false)
+	if empty, err := Empty(path); err != nil || !empty {
+		t.Fatalf("a new file: %v %v", empty, err)
+	}
+	mustAppend(t, l, "one")
+	if empty, err := Empty(path); err != nil || empty {
+		t.Fatalf("a file holding a batch: %v %v", empty, err)
+	}
+}

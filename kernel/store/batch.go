@@ -1,6 +1,8 @@
 package store
 
 import (
+	"cmp"
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -28,6 +30,12 @@ type batchSQL struct {
 	// err is set once storing the deferred rows failed: the batch rolls
 	// back.
 	err error
+	// tx is the batch's transaction, begun by its first statement
+	// (beginLazily), and beginErr why it could not be; copiedFailed are
+	// the acknowledged batches a failed copy left, copied at its start.
+	tx           *sql.Tx
+	beginErr     error
+	copiedFailed []*logged
 }
 
 // store stores the rows earlier updates deferred, outside any update's
@@ -44,6 +52,21 @@ func (b *batchSQL) store() error {
 // also fails the update whatever it returns ([txn.failed]): a row it
 // deferred may not be stored.
 func (t *txn) enter() error {
+	if t.lazy != nil && t.lazy.tx == nil {
+		if _, err := t.lazy.beginLazily(); err != nil {
+			t.failed = cmp.Or(t.failed, err)
+			return err
+		}
+	}
+	if t.settling {
+		// A Read's first statement: SQLite must hold what was
+		// acknowledged.
+		t.settling = false
+		if err := t.s.settle(t.ctx); err != nil {
+			t.failed = cmp.Or(t.failed, err)
+			return err
+		}
+	}
 	b := t.sql
 	if b == nil || t.failed != nil {
 		return t.failed

@@ -31,7 +31,9 @@ func runUpdates(s *Store, fns ...func(tx Tx) error) ([]error, []*txn) {
 			return fn(tx)
 		}}
 	}
-	s.runBatch(batch)
+	if acked := s.runBatch(batch); acked != nil {
+		s.copyAcked(acked) // as the copier would, before the next batch
+	}
 	errs := make([]error, len(fns))
 	for i, j := range batch {
 		errs[i] = <-j.done

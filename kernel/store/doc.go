@@ -20,4 +20,12 @@
 // waits for the copy; and its new capabilities wait in a table without
 // indexes until a later commit moves them (pending.go), so that a
 // decision's commit writes fewer pages.
+//
+// At durability normal an SQLite store also keeps a log file beside its
+// database (its path and "-log"; logged.go). A lone update that ran no
+// statement of its own, as a decision's does, with none waiting after it,
+// is acknowledged once it is appended there, and the writer copies it into
+// SQLite before it runs anything else; a reader of SQLite first waits for that copy, and a start
+// copies what the log holds past SQLite's journal. The log is part of the
+// database, as SQLite's own write-ahead log is.
 package store

@@ -484,7 +484,7 @@ func (s *Store) CommittedHead() journal.TreeHead {
 // ([Store.Versions]) in the update that acts on what it read. On an
 // exclusive store it reads through memory.
 func (s *Store) Read(ctx context.Context, fn func(tx Tx) error) error {
-	tx := &txn{ctx: ctx, s: s, stmts: s.roStmts, mirrored: s.Exclusive()}
+	tx := &txn{ctx: ctx, s: s, stmts: s.roStmts, mirrored: s.Exclusive(), settling: s.log != nil}
 	defer func() { s.roStmts.PrepareAll(ctx, tx.unprepared) }()
 	return fn(tx)
 }

@@ -36,6 +36,7 @@ func commitPages(b *testing.B, row bool) {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
+	s.closeLog() // SQLite's commits alone
 	capBody, decBody := bytes.Repeat([]byte("c"), 500), bytes.Repeat([]byte("d"), 830)
 	at := time.Now()
 	decide := func(tx Tx, i int) error {

@@ -315,5 +315,8 @@ func (s *Store) JournalRootAt(ctx context.Context, size uint64) (root []byte, er
 // EntriesOfKindAfter reads up to limit of the journal's entries of one
 // kind after position after (limit <= 0: all).
 func (s *Store) EntriesOfKindAfter(ctx context.Context, kind string, after int64, limit int) ([]journal.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return journal.ReadKindAfter(ctx, s.roStmts, kind, after, limit)
 }

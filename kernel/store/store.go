@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/logfile"
 	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
 	kernelv1 "github.com/ambitkernel/ambit/proto/gen/ambit/kernel/v1"
 	"github.com/ambitkernel/ambit/sdk/sqldb"
@@ -136,7 +137,12 @@ var schema = []string{
 
 // Store is the kernel database.
 type Store struct {
-	db *sql.DB
+	// log and copies: an exclusive SQLite store acknowledges a batch that
+	// runs no statement from its log file, and copies it into SQLite
+	// after (logged.go).
+	log    *logfile.Log
+	copies copying
+	db     *sql.DB
 	// ro reads committed state on connections of its own, so that long
 	// reads (verifying or paging the journal, proofs) never hold the one
 	// writing connection.
@@ -246,6 +252,11 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
+	if p := logPath(path); p != "" && d == DurabilityNormal && s.frontierErr == nil {
+		if err := s.openLog(ctx, p, d); err != nil {
+			return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), s.Close())
+		}
+	}
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -276,6 +287,9 @@ func newStore(ctx context.Context, db, ro *sql.DB, pg *shared) (*Store, error) {
 func (s *Store) Close() error {
 	if s.mover != nil {
 		s.mover.close()
+	}
+	if s.log != nil {
+		s.stopLog()
 	}
 	_ = s.stmts.Close()
 	_ = s.roStmts.Close()
@@ -342,8 +356,20 @@ func (s *Store) update(j *job) error {
 	}
 }
 
-// lead runs one batch, then hands the lead to the next waiting update.
+// lead runs one batch, then hands the lead to the next waiting update,
+// or to the copier with a batch acknowledged from the log file.
 func (s *Store) lead() {
+	if acked := s.runNext(); acked != nil {
+		// The copier copies the batch into SQLite and leads on: this
+		// caller returns meanwhile (logged.go).
+		s.copies.next <- acked
+		return
+	}
+	s.handOff()
+}
+
+// runNext takes the waiting updates' next batch and runs it.
+func (s *Store) runNext() *logged {
 	// Updates already runnable reach the queue before the batch is taken:
 	// under load they then share this commit instead of waiting for the
 	// next. With nothing else to run, yielding costs a trip through the
@@ -360,9 +386,30 @@ func (s *Store) lead() {
 	batch := s.pending[:n:n]
 	s.pending = s.pending[n:]
 	s.mu.Unlock()
+	return s.runBatch(batch)
+}
 
-	s.runBatch(batch)
+// waiting says whether updates wait for the lead.
+func (s *Store) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
+}
 
+// stillLeading says whether updates wait for the lead its holder keeps,
+// or gives it up.
+func (s *Store) stillLeading() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) > 0 {
+		return true
+	}
+	s.leading = false
+	return false
+}
+
+// handOff hands the lead to the next waiting update, if any.
+func (s *Store) handOff() {
 	s.mu.Lock()
 	if len(s.pending) > 0 {
 		s.pending[0].lead <- struct{}{}
@@ -372,23 +419,23 @@ func (s *Store) lead() {
 	s.mu.Unlock()
 }
 
-func (s *Store) runBatch(batch []*job) {
+// runBatch runs one batch and returns it when it was acknowledged from
+// the log file, to be copied into SQLite before the next.
+func (s *Store) runBatch(batch []*job) *logged {
 	results := make([]error, len(batch))
 	hooks := make([][]func(), len(batch))
 	var unprepared []string
-	sqlTx, err := s.db.BeginTx(context.Background(), nil)
-	if err == nil && s.pg != nil {
-		// Other replicas write the same journal: take the writers' lock,
-		// then catch up with what they committed.
-		if err = s.pg.lockAndCatchUp(sqlTx, s); err != nil {
-			_ = sqlTx.Rollback()
+	// A lone update needs no savepoint: a failure rolls back everything.
+	b := &batchSQL{savepoints: len(batch) > 1}
+	b.bt = &txn{ctx: context.Background(), s: s, stmts: s.stmts, lazy: b}
+	if s.log == nil {
+		// Without a log file every batch commits in SQLite: begin now.
+		if _, err := b.beginLazily(); err != nil {
+			for _, j := range batch {
+				j.done <- err
+			}
+			return nil
 		}
-	}
-	if err != nil {
-		for _, j := range batch {
-			j.done <- fmt.Errorf("begin: %w", err)
-		}
-		return
 	}
 	// The journal's frontier moves with each update's appends, back on a
 	// rollback.
@@ -406,11 +453,6 @@ func (s *Store) runBatch(batch []*job) {
 			}
 		}
 	}
-	// A lone update needs no savepoint: a failure rolls back everything.
-	b := &batchSQL{
-		bt:         &txn{tx: sqlTx, ctx: context.Background(), s: s, stmts: s.stmts},
-		savepoints: len(batch) > 1,
-	}
 	for i, j := range batch {
 		if err := j.ctx.Err(); err != nil {
 			results[i] = err // never started: nothing to undo
@@ -420,7 +462,7 @@ func (s *Store) runBatch(batch []*job) {
 		// its statements are short, and the driver would watch a context
 		// that can end on a goroutine of its own for every statement.
 		ctx := context.WithoutCancel(j.ctx)
-		tx := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged, sql: b}
+		tx := &txn{ctx: ctx, s: s, stmts: s.stmts, write: true, batch: batchChanged, sql: b, lazy: b}
 		before := s.frontier.Clone()
 		results[i] = runJob(j.fn, tx)
 		if results[i] == nil {
@@ -452,51 +494,93 @@ func (s *Store) runBatch(batch []*job) {
 			b.deferred = append(b.deferred, tx.deferred...)
 		}
 	}
-	if ran {
-		if err := b.store(); err != nil {
-			fail(err)
-		}
-	}
-	if ran && len(batchChanged.journal) > 0 {
-		if err := journal.InsertRows(b.bt.ctx, b.bt, batchChanged.journal); err != nil {
-			fail(err)
-		}
-	}
-	if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
-		// Delivered on commit: the other replicas catch up at once.
-		if err := s.pg.notify(sqlTx, s.frontier.Size()); err != nil {
-			fail(err)
-		}
+	// A batch that ran no statement, with no update waiting after it, is
+	// acknowledged from the log file and copied into SQLite once its
+	// updates have returned (logged.go). Updates waiting would wait for
+	// the copy all the same: then it commits in SQLite, as the copy would.
+	var acked *logged
+	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && len(batch) == 1 && !s.waiting() {
+		acked = &logged{rows: batchChanged.journal, caps: b.deferred}
 	}
 	committed := false
-	if ran {
+	switch {
+	case acked != nil:
 		t0 := time.Now()
-		if err := sqlTx.Commit(); err != nil {
-			fail(fmt.Errorf("commit: %w", err))
+		if _, err := s.log.Append(encodeLogged(acked)); err != nil {
+			fail(fmt.Errorf("log file: %w", err))
 		} else {
 			committed = true
 			if f := s.committed.Load(); f != nil {
 				(*f)(Commit{Took: time.Since(t0), Updates: countNil(results)})
 			}
 		}
-	} else {
-		_ = sqlTx.Rollback()
+	case ran:
+		if err := b.store(); err != nil {
+			fail(err)
+		}
+		if ran && len(batchChanged.journal) > 0 {
+			if err := journal.InsertRows(b.bt.ctx, b.bt, batchChanged.journal); err != nil {
+				fail(err)
+			}
+		}
+		if ran && s.pg != nil && s.frontier.Size() > frontier.Size() {
+			// Delivered on commit: the other replicas catch up at once.
+			if err := s.pg.notify(b.tx, s.frontier.Size()); err != nil {
+				fail(err)
+			}
+		}
+		if ran && b.tx == nil {
+			// Nothing to write (an update that changed nothing).
+			committed = true
+			break
+		}
+		if ran {
+			t0 := time.Now()
+			if err := b.tx.Commit(); err != nil {
+				fail(fmt.Errorf("commit: %w", err))
+			} else {
+				committed = true
+				if f := s.committed.Load(); f != nil {
+					(*f)(Commit{Took: time.Since(t0), Updates: countNil(results)})
+				}
+			}
+		}
+	}
+	if !committed && b.tx != nil {
+		_ = b.tx.Rollback()
 	}
 	if committed {
 		s.apply(batchChanged)
 		s.grew()
+		if b.copiedFailed != nil {
+			s.copiedThrough(b.copiedFailed, nil)
+		}
 	} else {
 		s.frontier = frontier
 	}
 	s.stmts.PrepareAll(context.Background(), append(unprepared, b.bt.unprepared...))
-	for i, j := range batch {
+	for i := range batch {
 		if results[i] == nil {
 			for _, h := range hooks[i] {
 				h()
 			}
 		}
+	}
+	if committed && s.log != nil {
+		// Readers from here on wait for the batch's copy into SQLite;
+		// the hooks above did not.
+		s.copies.acked.Store(s.frontier.Size())
+		if acked == nil {
+			s.copiedThroughSize(s.frontier.Size())
+		}
+	}
+	for i, j := range batch {
 		j.done <- results[i]
 	}
+	if committed {
+		return acked
+	}
+	return nil
 }
 
 // countNil counts the updates that did not fail.
@@ -568,6 +652,9 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 			return err
 		}
 	}
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
 	sqlTx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -583,23 +670,37 @@ func (s *Store) View(ctx context.Context, fn func(tx Tx) error) error {
 // than finding an entry by its ref, which a contract loaded again from
 // the journal does on a decision.
 func (s *Store) Entries(ctx context.Context, after int64, limit int) ([]journal.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return journal.Read(ctx, s.roStmts, after, limit)
 }
 
 // EntriesWithRef reads the journal's entries with one ref, among kinds
 // (any kind when none is given).
 func (s *Store) EntriesWithRef(ctx context.Context, ref string, kinds ...string) ([]journal.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return journal.ReadRef(ctx, s.roStmts, ref, kinds...)
 }
 
 // EntriesWithRefs reads the journal's entries whose ref is one of refs,
 // among kinds (see [journal.ReadRefs]).
 func (s *Store) EntriesWithRefs(ctx context.Context, refs []string, kinds ...string) ([]journal.Entry, error) {
+	if err := s.settle(ctx); err != nil {
+		return nil, err
+	}
 	return journal.ReadRefs(ctx, s.roStmts, refs, kinds...)
 }
 
 // Head is the journal's committed tree head.
-func (s *Store) Head(ctx context.Context) (journal.TreeHead, error) { return journal.Head(ctx, s.ro) }
+func (s *Store) Head(ctx context.Context) (journal.TreeHead, error) {
+	if err := s.settle(ctx); err != nil {
+		return journal.TreeHead{}, err
+	}
+	return journal.Head(ctx, s.ro)
+}
 
 // InclusionProof proves the leaf at index is in the tree of size.
 func (s *Store) InclusionProof(ctx context.Context, index, size uint64) (p [][]byte, err error) {
@@ -632,6 +733,9 @@ func (s *Store) VerifyJournal(ctx context.Context, trusted []journal.TreeHead) (
 // readJournal runs fn in one read transaction, so that what it reads
 // (rows and head) is one state of the journal.
 func (s *Store) readJournal(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
 	tx, err := s.ro.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("journal read: %w", err)
@@ -648,7 +752,13 @@ var (
 
 // txn is one transaction, on either database.
 type txn struct {
-	tx         *sql.Tx
+	// tx is a View's transaction; an update's is its batch's (lazy), and
+	// a Read has none.
+	tx   *sql.Tx
+	lazy *batchSQL
+	// settling marks a Read that has run no statement yet: its first
+	// waits for SQLite to hold what was acknowledged (Store.settle).
+	settling   bool
 	ctx        context.Context
 	s          *Store
 	unprepared []string
@@ -686,10 +796,10 @@ func (t *txn) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 // prepared once the transaction has given its connection back.
 func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st := t.stmts.Cached(query); st != nil {
-		if t.tx == nil {
-			return st
+		if tx := t.sqlTx(); tx != nil {
+			return tx.StmtContext(ctx, st)
 		}
-		return t.tx.StmtContext(ctx, st)
+		return st
 	}
 	t.unprepared = append(t.unprepared, query)
 	return nil
@@ -698,10 +808,21 @@ func (t *txn) stmt(ctx context.Context, query string) *sql.Stmt {
 // conn runs what is not prepared yet: the transaction, or for a Read the
 // read connections themselves.
 func (t *txn) conn() sqldb.Querier {
-	if t.tx == nil {
-		return t.s.ro
+	if tx := t.sqlTx(); tx != nil {
+		return tx
 	}
-	return t.tx
+	return t.s.ro
+}
+
+// sqlTx is the transaction t runs in: a View's, or its batch's once begun.
+func (t *txn) sqlTx() *sql.Tx {
+	if t.tx != nil {
+		return t.tx
+	}
+	if t.lazy != nil {
+		return t.lazy.tx
+	}
+	return nil
 }
 
 // ExecContext runs a statement in the transaction.
@@ -730,7 +851,13 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 // rows deferred before it fail to be stored, the query still runs, on
 // what is stored, and the update fails whatever it returns.
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	_ = t.enter()
+	if err := t.enter(); err != nil && !t.write && t.sqlTx() == nil {
+		// A Read that could not wait for SQLite to hold what was
+		// acknowledged must not read what it holds: its row fails.
+		failed, cancel := context.WithCancel(ctx)
+		cancel()
+		return t.s.ro.QueryRowContext(failed, query, args...)
+	}
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -1,0 +1,475 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/logfile"
+	agentv1 "github.com/ambitkernel/ambit/proto/gen/ambit/agent/v1"
+)
+
+// An exclusive SQLite store at durability normal keeps a log file beside
+// its database (its path and logSuffix). A lone update that ran no
+// statement of its own (a decision: journal entries and a capability's
+// row), with no update waiting after it, is acknowledged once appended
+// there, one write(2), instead of once SQLite has committed it: one call
+// at a time, the copy into SQLite then overlaps what the caller does
+// next. Updates in a batch of many, or waiting, would wait for the copy
+// all the same, so theirs commit in SQLite as before.
+//
+// The writer copies an acknowledged batch into SQLite before it runs
+// anything else (the copier, which keeps the lead meanwhile), so SQLite
+// holds every acknowledged batch but the one being copied. A reader of
+// SQLite (View, Read's statements, the journal's reads) first waits for
+// that copy to reach what was acknowledged when it began; commit hooks run
+// before the acknowledgement moves, so they never wait for their own
+// batch. A failed copy is kept, and made first by the next transaction;
+// readers fail meanwhile. A start copies what the log holds past SQLite's
+// journal, then empties the log; a running store empties it once it has
+// grown past logResetSize and all of it is copied, and a clean close
+// leaves it empty.
+//
+// At durability full every batch commits in SQLite: a log file that grows
+// with each append syncs its size with each batch, which costs about what
+// SQLite's commit does (BenchmarkDecisionCommit), and the copy's commit
+// would then sync a second time.
+const logSuffix = "-log"
+
+// logResetSize is the log's size past which it is emptied after a copy.
+const logResetSize = 8 << 20
+
+// logFormat begins every logged batch's record.
+const logFormat = 1
+
+// logged is a batch acknowledged from the log file: its journal rows and
+// its capabilities' rows, to be copied into SQLite.
+type logged struct {
+	rows []journal.Row
+	caps []Capability
+}
+
+// copying follows the copy of logged batches into SQLite: the journal's
+// size acknowledged and the size copied, the batches whose copy failed
+// (copied first by the next transaction), and the wait of readers.
+type copying struct {
+	acked, copied atomic.Uint64
+	mu            sync.Mutex
+	failed        []*logged
+	err           error
+	moved         chan struct{}
+	// next takes a batch just acknowledged to the copier, which holds the
+	// lead until it is copied; stopped is closed once the copier is.
+	next    chan *logged
+	stopped chan struct{}
+	closed  sync.Once
+	// hold, when set, runs before a copy, and its error fails it: tests
+	// hold a copy or fail it there.
+	hold func() error
+}
+
+// encodeLogged is a batch's record in the log file.
+func encodeLogged(b *logged) []byte {
+	buf := []byte{logFormat}
+	buf = binary.AppendUvarint(buf, uint64(len(b.rows)))
+	for _, r := range b.rows {
+		buf = binary.AppendUvarint(buf, uint64(r.Seq))
+		buf = binary.AppendVarint(buf, r.At.UnixNano())
+		buf = appendBytes(buf, []byte(r.Kind))
+		buf = appendBytes(buf, []byte(r.Ref))
+		buf = appendBytes(buf, r.Body)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(b.caps)))
+	for _, c := range b.caps {
+		for _, f := range []string{c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
+			c.EffectReceiptID, c.ReadbackReceiptID, c.Note, c.ApprovalID, c.EffectHash, c.Holder} {
+			buf = appendBytes(buf, []byte(f))
+		}
+		buf = binary.AppendVarint(buf, c.AmountMinor)
+		buf = binary.AppendVarint(buf, int64(c.Status))
+		buf = binary.AppendVarint(buf, c.IssuedAt.UnixNano())
+		buf = binary.AppendVarint(buf, c.ExpiresAt.UnixNano())
+	}
+	return buf
+}
+
+func appendBytes(buf, b []byte) []byte {
+	return append(binary.AppendUvarint(buf, uint64(len(b))), b...)
+}
+
+// loggedEntry is a journal entry as a logged batch records it, without
+// the hashes its copy computes again.
+type loggedEntry struct {
+	seq             int64
+	at              time.Time
+	kind, ref, body string
+}
+
+// decodeLogged reads a record of encodeLogged.
+func decodeLogged(rec []byte) ([]loggedEntry, []Capability, error) {
+	d := logDecoder{b: rec}
+	if v := d.byte(); v != logFormat {
+		return nil, nil, fmt.Errorf("a logged batch of format %d, not %d", v, logFormat)
+	}
+	var entries []loggedEntry
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		entries = append(entries, loggedEntry{seq: int64(d.uvarint()), at: time.Unix(0, d.varint()).UTC(), kind: d.string(), ref: d.string(), body: d.string()})
+	}
+	var caps []Capability
+	for n := d.count(); n > 0 && d.err == nil; n-- {
+		var f [14]string
+		for i := range f {
+			f[i] = d.string()
+		}
+		c := Capability{CapabilityID: f[0], DecisionID: f[1], TaskID: f[2], Record: f[3], StateVersion: f[4], IdempotencyKey: f[5], Tool: f[6], Currency: f[7],
+			EffectReceiptID: f[8], ReadbackReceiptID: f[9], Note: f[10], ApprovalID: f[11], EffectHash: f[12], Holder: f[13]}
+		c.AmountMinor = d.varint()
+		c.Status = agentv1.CommitmentStatus(d.varint())
+		c.IssuedAt = time.Unix(0, d.varint()).UTC()
+		c.ExpiresAt = time.Unix(0, d.varint()).UTC()
+		caps = append(caps, c)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes after its last row", len(d.b))
+	}
+	if d.err != nil {
+		return nil, nil, fmt.Errorf("a logged batch: %w", d.err)
+	}
+	return entries, caps, nil
+}
+
+// logDecoder reads a record, keeping its first error.
+type logDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *logDecoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("cut short in %s", what)
+	}
+	d.b = nil
+}
+
+func (d *logDecoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail("its format")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *logDecoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("a number")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *logDecoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("a number")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count is a number of rows, each at least a byte long.
+func (d *logDecoder) count() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("its rows")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *logDecoder) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("a field")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// logPath is the log file beside an SQLite database at path, or "" for a
+// database that is not a file of its own.
+func logPath(path string) string {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "?") {
+		return ""
+	}
+	return path + logSuffix
+}
+
+// LogPending says whether the log file beside the SQLite database at path
+// holds batches, which a store closed cleanly leaves none of: after a
+// crash some may not be in the database yet, and a tool reading the
+// database alone would not see them. It writes nothing.
+func LogPending(path string) (bool, error) {
+	p := logPath(path)
+	if p == "" {
+		return false, nil
+	}
+	empty, err := logfile.Empty(p)
+	return !empty, err
+}
+
+// openLog opens the log file beside the database and copies into SQLite
+// the batches it holds past SQLite's journal (acknowledged, and not
+// copied before the process stopped), then empties it.
+func (s *Store) openLog(ctx context.Context, path string, d Durability) error {
+	l, err := logfile.Open(path, logfile.Options{Sync: d == DurabilityFull})
+	if err != nil {
+		return err
+	}
+	size := s.frontier.Size()
+	var pending []*logged
+	err = l.Scan(func(n uint64, rec []byte) error {
+		entries, caps, err := decodeLogged(rec)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
+		}
+		if len(entries) == 0 || entries[len(entries)-1].seq <= int64(size) {
+			return nil // copied before the process stopped
+		}
+		if entries[0].seq <= int64(size) {
+			return fmt.Errorf("record %d holds journal entries %d to %d, and the database's journal ends at %d inside them", n, entries[0].seq, entries[len(entries)-1].seq, size)
+		}
+		b := &logged{caps: caps}
+		for _, e := range entries {
+			r, err := journal.Next(s.frontier, e.at, e.kind, e.ref, []byte(e.body))
+			if err != nil {
+				return err
+			}
+			if r.Seq != e.seq {
+				return fmt.Errorf("record %d holds journal entry %d where the database's journal, with the records before it, ends at %d: entries acknowledged at durability normal were lost with the machine", n, e.seq, r.Seq-1)
+			}
+			b.rows = append(b.rows, r)
+		}
+		pending = append(pending, b)
+		return nil
+	})
+	if err == nil && len(pending) > 0 {
+		err = s.copyInto(ctx, pending)
+	}
+	if err == nil {
+		err = l.Reset()
+	}
+	if err != nil {
+		s.frontier, _ = journal.LoadFrontier(ctx, s.db)
+		_ = l.Close()
+		return fmt.Errorf("log file %s: %w", path, err)
+	}
+	s.size.Store(s.frontier.Size())
+	head := s.frontier.Head()
+	s.mirror.head.Store(&head)
+	s.log = l
+	s.copies.acked.Store(s.frontier.Size())
+	s.copies.copied.Store(s.frontier.Size())
+	s.copies.moved = make(chan struct{})
+	s.copies.next, s.copies.stopped = make(chan *logged, 1), make(chan struct{})
+	go s.copier()
+	return nil
+}
+
+// copier copies each batch acknowledged from the log file into SQLite,
+// holding the lead the batch's leader passed it, then leads the updates
+// waiting meanwhile itself, rather than wake one of their callers to, until
+// none waits.
+func (s *Store) copier() {
+	defer close(s.copies.stopped)
+	for acked := range s.copies.next {
+		for acked != nil {
+			s.copyAcked(acked)
+			acked = nil
+			for acked == nil && s.stillLeading() {
+				acked = s.runNext()
+			}
+		}
+	}
+}
+
+// stopLog stops the copier, once it has copied what it was given, and
+// closes the log file: empty when all of it is in SQLite, so that tools
+// reading the database alone see everything.
+func (s *Store) stopLog() {
+	s.copies.closed.Do(func() {
+		close(s.copies.next)
+		<-s.copies.stopped
+		if len(s.uncopied()) == 0 {
+			_ = s.log.Reset()
+		}
+		_ = s.log.Close()
+	})
+}
+
+// copyInto copies batches into SQLite in one transaction of their own.
+func (s *Store) copyInto(ctx context.Context, batches []*logged) error {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("copy logged batches: begin: %w", err)
+	}
+	if err := s.insertLogged(&txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts}, batches); err != nil {
+		_ = sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("copy logged batches: commit: %w", err)
+	}
+	return nil
+}
+
+// insertLogged inserts batches' rows in t.
+func (s *Store) insertLogged(t *txn, batches []*logged) error {
+	for _, b := range batches {
+		if len(b.caps) > 0 {
+			if err := insertCapabilities(t, b.caps); err != nil {
+				return fmt.Errorf("copy logged batches: %w", err)
+			}
+		}
+		if err := journal.InsertRows(t.ctx, t, b.rows); err != nil {
+			return fmt.Errorf("copy logged batches: %w", err)
+		}
+	}
+	return nil
+}
+
+// copyAcked copies a batch just acknowledged into SQLite, after those
+// whose copy failed before. A failure keeps them all for the next
+// transaction, and readers meanwhile fail with it.
+func (s *Store) copyAcked(b *logged) {
+	c := &s.copies
+	c.mu.Lock()
+	batches := append(c.failed, b)
+	hold := c.hold
+	c.mu.Unlock()
+	var err error
+	if hold != nil {
+		err = hold()
+	}
+	if err == nil {
+		err = s.copyInto(context.Background(), batches)
+	}
+	if err == nil && s.log.Size() > logResetSize {
+		err = s.log.Reset()
+	}
+	s.copiedThrough(batches, err)
+}
+
+// copiedThrough records the outcome of a copy of batches: the size copied
+// moves, or they stay to be copied with the next transaction. Readers
+// waiting hear of it either way.
+func (s *Store) copiedThrough(batches []*logged, err error) {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.failed, c.err = batches, err
+	} else {
+		c.failed, c.err = nil, nil
+		last := batches[len(batches)-1].rows
+		c.copied.Store(uint64(last[len(last)-1].Seq))
+	}
+	close(c.moved)
+	c.moved = make(chan struct{})
+}
+
+// copiedThroughSize records that SQLite holds the journal to size, once a
+// batch committed there with nothing left to copy.
+func (s *Store) copiedThroughSize(size uint64) {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.failed) > 0 {
+		return
+	}
+	c.copied.Store(size)
+	close(c.moved)
+	c.moved = make(chan struct{})
+}
+
+// uncopied are the acknowledged batches a failed copy left, which a
+// transaction copies before anything else.
+func (s *Store) uncopied() []*logged {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
+}
+
+// settle waits until SQLite holds every batch acknowledged before it was
+// called: what a reader of SQLite must see.
+func (s *Store) settle(ctx context.Context) error {
+	if s.log == nil {
+		return nil
+	}
+	c := &s.copies
+	target := c.acked.Load()
+	for {
+		c.mu.Lock()
+		moved, err := c.moved, c.err
+		c.mu.Unlock()
+		if c.copied.Load() >= target {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("the store has not copied acknowledged entries into its database: %w", err)
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// beginLazily is the batch's transaction, begun by its first statement:
+// a batch whose updates run none is acknowledged from the log file (see
+// logSuffix). It copies first what a failed copy left.
+func (b *batchSQL) beginLazily() (*sql.Tx, error) {
+	if b.tx != nil || b.beginErr != nil {
+		return b.tx, b.beginErr
+	}
+	s := b.bt.s
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		b.beginErr = fmt.Errorf("begin: %w", err)
+		return nil, b.beginErr
+	}
+	if s.pg != nil {
+		// Other replicas write the same journal: take the writers' lock,
+		// then catch up with what they committed.
+		if err := s.pg.lockAndCatchUp(tx, s); err != nil {
+			_ = tx.Rollback()
+			b.beginErr = err
+			return nil, err
+		}
+	}
+	b.tx = tx
+	if failed := s.uncopied(); len(failed) > 0 {
+		if err := s.insertLogged(b.bt, failed); err != nil {
+			b.beginErr = errors.Join(err, tx.Rollback())
+			b.tx = nil
+			return nil, b.beginErr
+		}
+		b.copiedFailed = failed
+	}
+	return tx, nil
+}

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ambitkernel/ambit/kernel/journal"
+	"github.com/ambitkernel/ambit/kernel/logfile"
+)
+
+// decide is an update as a decision makes it: a capability's row and two
+// journal entries, no statement of its own.
+func decide(id string) func(tx Tx) error {
+	return func(tx Tx) error {
+		if err := tx.InsertCapability(batchCapability("cap-" + id)); err != nil {
+			return err
+		}
+		if _, err := tx.Append(time.Now(), "capability", "cap-"+id, []byte("c")); err != nil {
+			return err
+		}
+		_, err := tx.Append(time.Now(), "decision", "dec-"+id, []byte("d"))
+		return err
+	}
+}
+
+// openNormal opens the store at path at durability normal, with its log
+// file.
+func openNormal(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, DurabilityNormal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// logRecords counts the batches the store's log file holds.
+func logRecords(t *testing.T, path string) int {
+	t.Helper()
+	l, err := logfile.Open(path+logSuffix, logfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return int(l.Len())
+}
+
+// seen says whether the store's SQLite holds the decision's capability
+// and entries, read as readers read them.
+func seen(t *testing.T, s *Store, id string) bool {
+	t.Helper()
+	es, err := s.EntriesWithRef(context.Background(), "dec-"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	err = s.View(context.Background(), func(tx Tx) error {
+		_, err := tx.Capability("cap-" + id)
+		found = err == nil
+		if errors.Is(err, ErrNotFound) {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found != (len(es) == 1) {
+		t.Fatalf("the capability found %v, its decision's entries %d", found, len(es))
+	}
+	return found
+}
+
+// TestAcknowledgedFromTheLog: a decision's update is acknowledged once its
+// batch is in the log file, before SQLite holds it; a reader that begins
+// after waits for the copy and sees it.
+func TestAcknowledgedFromTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	defer s.Close()
+	release := make(chan struct{})
+	var once sync.Once
+	releaseCopy := func() { once.Do(func() { close(release) }) }
+	defer releaseCopy() // before Close, which waits for the copier
+	s.copies.mu.Lock()
+	s.copies.hold = func() error { <-release; return nil }
+	s.copies.mu.Unlock()
+
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if n := logRecords(t, path); n != 1 {
+		t.Fatalf("the log file holds %d batches, want the decision's", n)
+	}
+	read := make(chan bool)
+	go func() { read <- seen(t, s, "a") }()
+	select {
+	case <-read:
+		t.Fatal("a reader read SQLite before it held what was acknowledged")
+	case <-time.After(50 * time.Millisecond):
+	}
+	releaseCopy()
+	if !<-read {
+		t.Fatal("the reader that waited did not see the decision")
+	}
+	if pending, err := LogPending(path); err != nil || !pending {
+		t.Fatalf("LogPending of a running store's log: %v %v", pending, err)
+	}
+	// The next update runs once the copy is done, and finds the row.
+	err := s.Update(context.Background(), func(tx Tx) error {
+		_, err := tx.Capability("cap-a")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the next update: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := LogPending(path); err != nil || pending {
+		t.Fatalf("LogPending after a clean close: %v %v", pending, err)
+	}
+}
+
+// TestStartCopiesTheLog: a batch whose copy into SQLite failed is not
+// lost. Readers fail meanwhile rather than read without it; a start copies
+// it, the journal then verifies, and the log is emptied.
+func TestStartCopiesTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	s.copies.mu.Lock()
+	s.copies.hold = func() error { return errors.New("disk gone") }
+	s.copies.mu.Unlock()
+	if err := s.Update(context.Background(), decide("b")); err != nil {
+		t.Fatalf("acknowledging from the log: %v", err)
+	}
+	if _, err := s.EntriesWithRef(context.Background(), "dec-b"); err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("a reader while the copy fails: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openNormal(t, path)
+	defer s.Close()
+	if !seen(t, s, "a") || !seen(t, s, "b") {
+		t.Fatal("a decision acknowledged is missing after a start")
+	}
+	if n := logRecords(t, path); n != 0 {
+		t.Fatalf("the log file still holds %d batches", n)
+	}
+	r, err := s.VerifyJournal(context.Background(), nil)
+	if err != nil || !r.OK {
+		t.Fatalf("the journal after the copy: %+v %v", r, err)
+	}
+}
+
+// TestFailedCopyCopiedNext: the next transaction copies what a failed copy
+// left before anything of its own.
+func TestFailedCopyCopiedNext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	defer s.Close()
+	fail := true
+	s.copies.mu.Lock()
+	s.copies.hold = func() error {
+		if fail {
+			fail = false
+			return errors.New("busy")
+		}
+		return nil
+	}
+	s.copies.mu.Unlock()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	// A statement of its own: the batch commits in SQLite, the copy first.
+	err := s.Update(context.Background(), func(tx Tx) error {
+		if _, err := tx.Capability("cap-a"); err != nil {
+			return err
+		}
+		return decide("b")(tx)
+	})
+	if err != nil {
+		t.Fatalf("the next update: %v", err)
+	}
+	if !seen(t, s, "a") || !seen(t, s, "b") {
+		t.Fatal("a decision is missing")
+	}
+	es, err := s.Entries(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range es {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d at position %d", e.Seq, i+1)
+		}
+	}
+}
+
+// TestLogPastTheJournalRefused: a log whose batches do not follow the
+// journal's end (entries lost with the machine at durability normal)
+// fails the start, and the database is left as it was.
+func TestLogPastTheJournalRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A batch whose entries begin two past the journal's end.
+	f := journal.NewFrontier()
+	var rows []journal.Row
+	for range 4 {
+		r, err := journal.Next(f, time.Now(), "decision", "dec-x", []byte("d"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	l, err := logfile.Open(path+logSuffix, logfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(encodeLogged(&logged{rows: rows[3:]})); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+
+	if _, err := Open(context.Background(), path, DurabilityNormal); err == nil || !strings.Contains(err.Error(), "lost with the machine") {
+		t.Fatalf("Open: %v", err)
+	}
+	// Without the log, the database is as it was.
+	if err := os.Remove(path + logSuffix); err != nil {
+		t.Fatal(err)
+	}
+	s = openNormal(t, path)
+	defer s.Close()
+	if n := s.JournalSize(); n != 2 {
+		t.Fatalf("the journal holds %d entries, want 2", n)
+	}
+}
+
+// TestFullCommitsInSQLite: at durability full there is no log file.
+func TestFullCommitsInSQLite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s, err := Open(context.Background(), path, DurabilityFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + logSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a log file at durability full: %v", err)
+	}
+	if !seen(t, s, "a") {
+		t.Fatal("the decision is missing")
+	}
+}
+
+func TestLoggedRoundTrip(t *testing.T) {
+	f := journal.NewFrontier()
+	r, err := journal.Next(f, time.Unix(0, 1234567890123).UTC(), "decision", "dec-a", []byte("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := batchCapability("cap-a")
+	c.Note, c.Holder = "a note", "agent"
+	entries, caps, err := decodeLogged(encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].seq != 1 || !entries[0].at.Equal(r.At) || entries[0].kind != "decision" || entries[0].ref != "dec-a" || entries[0].body != "body" {
+		t.Fatalf("entries %+v", entries)
+	}
+	if len(caps) != 1 || caps[0] != c {
+		t.Fatalf("capabilities %+v, want %+v", caps, c)
+	}
+	rec := encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}})
+	for n := range len(rec) {
+		if _, _, err := decodeLogged(rec[:n]); err == nil {
+			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
+		}
+	}
+}
+
+// closeLog stops s's log file: every batch then commits in SQLite, as
+// without one. No update may run meanwhile.
+func (s *Store) closeLog() {
+	if s.log != nil {
+		s.stopLog()
+		s.log = nil
+	}
+}
