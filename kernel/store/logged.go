@@ -37,7 +37,8 @@ import (
 // grown past logResetSize and all of it is copied, and a clean close
 // leaves it empty.
 //
-// At durability full every batch commits in SQLite: a log file that grows
+// At durability full every batch commits in SQLite (a start at full still
+// copies what a run at normal left in the log): a log file that grows
 // with each append syncs its size with each batch, which costs about what
 // SQLite's commit does (BenchmarkDecisionCommit), and the copy's commit
 // would then sync a second time.
@@ -233,8 +234,9 @@ func LogPending(path string) (bool, error) {
 
 // openLog opens the log file beside the database and copies into SQLite
 // the batches it holds past SQLite's journal (acknowledged, and not
-// copied before the process stopped), then empties it.
-func (s *Store) openLog(ctx context.Context, path string, d Durability) error {
+// copied before the process stopped), then empties it; and keeps it open
+// to acknowledge batches from when keep is set.
+func (s *Store) openLog(ctx context.Context, path string, d Durability, keep bool) error {
 	l, err := logfile.Open(path, logfile.Options{Sync: d == DurabilityFull})
 	if err != nil {
 		return err
@@ -280,6 +282,9 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability) error {
 	s.size.Store(s.frontier.Size())
 	head := s.frontier.Head()
 	s.mirror.head.Store(&head)
+	if !keep {
+		return l.Close()
+	}
 	s.log = l
 	s.copies.acked.Store(s.frontier.Size())
 	s.copies.copied.Store(s.frontier.Size())

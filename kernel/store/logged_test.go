@@ -252,6 +252,34 @@ func TestLogPastTheJournalRefused(t *testing.T) {
 	}
 }
 
+// TestFullCopiesALogLeftAtNormal: a store opened at full after a run at
+// normal that left acknowledged batches in its log copies them all the
+// same.
+func TestFullCopiesALogLeftAtNormal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	s.copies.mu.Lock()
+	s.copies.hold = func() error { return errors.New("disk gone") }
+	s.copies.mu.Unlock()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), path, DurabilityFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !seen(t, s, "a") {
+		t.Fatal("a decision acknowledged at normal is missing at full")
+	}
+	if pending, err := LogPending(path); err != nil || pending {
+		t.Fatalf("the log after a start at full: %v %v", pending, err)
+	}
+}
+
 // TestFullCommitsInSQLite: at durability full there is no log file.
 func TestFullCommitsInSQLite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k.db")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net/url"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -252,9 +253,14 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	if p := logPath(path); p != "" && d == DurabilityNormal && s.frontierErr == nil {
-		if err := s.openLog(ctx, p, d); err != nil {
-			return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), s.Close())
+	if p := logPath(path); p != "" && s.frontierErr == nil {
+		// At full a log left by a run at normal is copied all the same,
+		// then left empty and closed.
+		keep := d == DurabilityNormal
+		if _, err := os.Stat(p); keep || err == nil {
+			if err := s.openLog(ctx, p, d, keep); err != nil {
+				return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), s.Close())
+			}
 		}
 	}
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
