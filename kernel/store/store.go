@@ -138,9 +138,9 @@ var schema = []string{
 
 // Store is the kernel database.
 type Store struct {
-	// log and copies: an exclusive SQLite store acknowledges a batch that
-	// runs no statement from its log file, and copies it into SQLite
-	// after (logged.go).
+	// log and copies: an SQLite store at durability normal acknowledges
+	// a lone update that ran no statement from its log file, and copies
+	// it into SQLite after (logged.go).
 	log    *logfile.Log
 	copies copying
 	db     *sql.DB
@@ -500,10 +500,11 @@ func (s *Store) runBatch(batch []*job) *logged {
 			b.deferred = append(b.deferred, tx.deferred...)
 		}
 	}
-	// A batch that ran no statement, with no update waiting after it, is
-	// acknowledged from the log file and copied into SQLite once its
-	// updates have returned (logged.go). Updates waiting would wait for
-	// the copy all the same: then it commits in SQLite, as the copy would.
+	// A lone update that ran no statement, with none waiting after it, is
+	// acknowledged from the log file and copied into SQLite once it has
+	// returned (logged.go). A batch of many, or updates waiting, would
+	// wait for the copy all the same: those commit in SQLite, as the copy
+	// would.
 	var acked *logged
 	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && len(batch) == 1 && !s.waiting() {
 		acked = &logged{rows: batchChanged.journal, caps: b.deferred}
