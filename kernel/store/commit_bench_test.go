@@ -8,10 +8,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ambitkernel/ambit/kernel/logfile"
-	"github.com/ambitkernel/ambit/sdk/ident"
 )
 
 // BenchmarkDecisionCommit times what a granted decision's commit writes,
@@ -34,10 +32,10 @@ func BenchmarkDecisionCommit(b *testing.B) {
 	capBody, decBody, row := bytes.Repeat([]byte("c"), 500), bytes.Repeat([]byte("d"), 830), bytes.Repeat([]byte("r"), 160)
 	for _, d := range []Durability{DurabilityNormal, DurabilityFull} {
 		for _, c := range []int{1, 16} {
-			b.Run(fmt.Sprintf("sqlite-%s/c=%d", d, c), func(b *testing.B) { sqliteCommits(b, d, c, false, capBody, decBody) })
+			b.Run(fmt.Sprintf("sqlite-%s/c=%d", d, c), func(b *testing.B) { sqliteCommits(b, d, c, false) })
 			b.Run(fmt.Sprintf("logfile-%s/c=%d", d, c), func(b *testing.B) { logfileAppends(b, d, c, row, capBody, decBody) })
 			if d == DurabilityNormal {
-				b.Run(fmt.Sprintf("store-%s/c=%d", d, c), func(b *testing.B) { sqliteCommits(b, d, c, true, capBody, decBody) })
+				b.Run(fmt.Sprintf("store-%s/c=%d", d, c), func(b *testing.B) { sqliteCommits(b, d, c, true) })
 			}
 		}
 	}
@@ -72,7 +70,7 @@ func inFlight(b *testing.B, c int, op func(i int) error) {
 // sqliteCommits times decisions' updates, committed in SQLite alone, or
 // as the store commits them (logged: at normal, acknowledged from its log
 // file and copied into SQLite after).
-func sqliteCommits(b *testing.B, d Durability, c int, logged bool, capBody, decBody []byte) {
+func sqliteCommits(b *testing.B, d Durability, c int, logged bool) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(b.TempDir(), "k.db"), d)
 	if err != nil {
@@ -82,34 +80,8 @@ func sqliteCommits(b *testing.B, d Durability, c int, logged bool, capBody, decB
 	if !logged {
 		s.closeLog()
 	}
-	at := time.Now()
-	decide := func(tx Tx, i int) error {
-		id := ident.New(10)
-		c := Capability{CapabilityID: "cap-" + id, DecisionID: "dec-" + ident.New(10), TaskID: fmt.Sprintf("task-%03d", i%100),
-			Record: "claims_db/C-1", StateVersion: "v1", IdempotencyKey: "idem-" + id, Tool: "refund", Currency: "GBP",
-			AmountMinor: 100, Status: 1, IssuedAt: at, ExpiresAt: at.Add(time.Hour), EffectHash: "h", Holder: "agent"}
-		if err := tx.InsertCapability(c); err != nil {
-			return err
-		}
-		if _, err := tx.Append(at, "capability", c.CapabilityID, capBody); err != nil {
-			return err
-		}
-		_, err := tx.Append(at, "decision", c.DecisionID, decBody)
-		return err
-	}
-	for lo := 0; lo < 20000; lo += 1000 {
-		err := s.Update(ctx, func(tx Tx) error {
-			for i := lo; i < lo+1000; i++ {
-				if err := decide(tx, i); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	decide := decisionUpdate(true)
+	withHistory(b, s, decide)
 	// The history's capabilities are moved out of the pending table
 	// before the timing, not by the background during it.
 	if err := s.movePending(); err != nil {

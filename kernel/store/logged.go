@@ -78,20 +78,26 @@ type copying struct {
 
 // encodeLogged is a batch's record in the log file.
 func encodeLogged(b *logged) []byte {
-	buf := []byte{logFormat}
+	// Sized once: a row's fields besides its body, and a capability's,
+	// take well under their allowance here.
+	size := 1 + 2*binary.MaxVarintLen64 + 256*len(b.caps)
+	for _, r := range b.rows {
+		size += 64 + len(r.Kind) + len(r.Ref) + len(r.Body)
+	}
+	buf := append(make([]byte, 0, size), logFormat)
 	buf = binary.AppendUvarint(buf, uint64(len(b.rows)))
 	for _, r := range b.rows {
 		buf = binary.AppendUvarint(buf, uint64(r.Seq))
 		buf = binary.AppendVarint(buf, r.At.UnixNano())
-		buf = appendBytes(buf, []byte(r.Kind))
-		buf = appendBytes(buf, []byte(r.Ref))
-		buf = appendBytes(buf, r.Body)
+		buf = appendString(buf, r.Kind)
+		buf = appendString(buf, r.Ref)
+		buf = append(binary.AppendUvarint(buf, uint64(len(r.Body))), r.Body...)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(b.caps)))
 	for _, c := range b.caps {
-		for _, f := range []string{c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
+		for _, f := range [...]string{c.CapabilityID, c.DecisionID, c.TaskID, c.Record, c.StateVersion, c.IdempotencyKey, c.Tool, c.Currency,
 			c.EffectReceiptID, c.ReadbackReceiptID, c.Note, c.ApprovalID, c.EffectHash, c.Holder} {
-			buf = appendBytes(buf, []byte(f))
+			buf = appendString(buf, f)
 		}
 		buf = binary.AppendVarint(buf, c.AmountMinor)
 		buf = binary.AppendVarint(buf, int64(c.Status))
@@ -101,8 +107,9 @@ func encodeLogged(b *logged) []byte {
 	return buf
 }
 
-func appendBytes(buf, b []byte) []byte {
-	return append(binary.AppendUvarint(buf, uint64(len(b))), b...)
+// appendString appends s prefixed by its length, without converting it.
+func appendString(buf []byte, s string) []byte {
+	return append(binary.AppendUvarint(buf, uint64(len(s))), s...)
 }
 
 // loggedEntry is a journal entry as a logged batch records it, without
@@ -275,13 +282,11 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 		err = l.Reset()
 	}
 	if err != nil {
-		s.frontier, _ = journal.LoadFrontier(ctx, s.db)
+		// The store is not opened: the frontier moved for nothing.
 		_ = l.Close()
 		return fmt.Errorf("log file %s: %w", path, err)
 	}
-	s.size.Store(s.frontier.Size())
-	head := s.frontier.Head()
-	s.mirror.head.Store(&head)
+	s.grew() // publishes the journal's size and head, as after a commit
 	if !keep {
 		return l.Close()
 	}

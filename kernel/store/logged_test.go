@@ -40,17 +40,6 @@ func openNormal(t *testing.T, path string) *Store {
 	return s
 }
 
-// logRecords counts the batches the store's log file holds.
-func logRecords(t *testing.T, path string) int {
-	t.Helper()
-	l, err := logfile.Open(path+logSuffix, logfile.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return int(l.Len())
-}
-
 // seen says whether the store's SQLite holds the decision's capability
 // and entries, read as readers read them.
 func seen(t *testing.T, s *Store, id string) bool {
@@ -95,7 +84,7 @@ func TestAcknowledgedFromTheLog(t *testing.T) {
 	if err := s.Update(context.Background(), decide("a")); err != nil {
 		t.Fatal(err)
 	}
-	if n := logRecords(t, path); n != 1 {
+	if n := s.log.Len(); n != 1 {
 		t.Fatalf("the log file holds %d batches, want the decision's", n)
 	}
 	read := make(chan bool)
@@ -146,6 +135,14 @@ func TestStartCopiesTheLog(t *testing.T) {
 	if _, err := s.EntriesWithRef(context.Background(), "dec-b"); err == nil || !strings.Contains(err.Error(), "disk gone") {
 		t.Fatalf("a reader while the copy fails: %v", err)
 	}
+	// A Read's statement fails too, rather than find nothing in SQLite.
+	err := s.Read(context.Background(), func(tx Tx) error {
+		_, err := tx.Capability("cap-b")
+		return err
+	})
+	if err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("a Read while the copy fails: %v", err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +152,7 @@ func TestStartCopiesTheLog(t *testing.T) {
 	if !seen(t, s, "a") || !seen(t, s, "b") {
 		t.Fatal("a decision acknowledged is missing after a start")
 	}
-	if n := logRecords(t, path); n != 0 {
+	if n := s.log.Len(); n != 0 {
 		t.Fatalf("the log file still holds %d batches", n)
 	}
 	r, err := s.VerifyJournal(context.Background(), nil)
