@@ -1,9 +1,11 @@
 package gcpace_test
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,19 +108,29 @@ func TestGrowth(t *testing.T) {
 	}
 }
 
+// TestKeepCollectsOncePerHeadroom counts collections, which depend on
+// how fast this machine allocates just now: on a loaded one the pace asks
+// for less growth, and a collection starved of CPU lets the heap grow
+// past its goal while it marks. So it tries up to three times, and fails
+// only if no try collects about once per 64 MB and far less often than Go's
+// default.
 func TestKeepCollectsOncePerHeadroom(t *testing.T) {
 	withPercent(t, 100)
 	const garbage = 256 * mb
-	alone := collections(garbage)
-
-	stop := gcpace.Keep(64 * mb)
-	defer stop()
-	paced := collections(garbage)
-	// About one collection per 64 MB allocated once the pace is known,
-	// against one per few MB.
-	if paced < garbage/(64*mb)-1 || paced > garbage/(64*mb)+3 || alone < 4*paced {
-		t.Errorf("%d collections paced, %d at GOGC=100, allocating %d MB beside a small live heap", paced, alone, garbage/mb)
+	const tries = 3
+	var failed []string
+	for range tries {
+		debug.SetGCPercent(100)
+		alone := collections(garbage)
+		stop := gcpace.Keep(64 * mb)
+		paced := collections(garbage)
+		stop()
+		if paced >= garbage/(64*mb)-1 && paced <= garbage/(64*mb)+3 && alone >= 4*paced {
+			return
+		}
+		failed = append(failed, fmt.Sprintf("%d collections paced, %d at GOGC=100", paced, alone))
 	}
+	t.Errorf("allocating %d MB beside a small live heap, %d tries: %s", garbage/mb, tries, strings.Join(failed, "; "))
 }
 
 func TestKeepPacesALargeHeapAsGoDoes(t *testing.T) {
