@@ -31,9 +31,7 @@ func runUpdates(s *Store, fns ...func(tx Tx) error) ([]error, []*txn) {
 			return fn(tx)
 		}}
 	}
-	if acked := s.runBatch(batch); acked != nil {
-		s.copyAcked(acked) // as the copier would, before the next batch
-	}
+	s.runBatch(batch)
 	errs := make([]error, len(fns))
 	for i, j := range batch {
 		errs[i] = <-j.done

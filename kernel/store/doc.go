@@ -22,10 +22,11 @@
 // decision's commit writes fewer pages.
 //
 // At durability normal an SQLite store also keeps a log file beside its
-// database (its path and "-log"; logged.go). A lone update that ran no
-// statement of its own, as a decision's does, with none waiting after it,
-// is acknowledged once it is appended there, and the writer copies it into
-// SQLite before it runs anything else; a reader of SQLite first waits for that copy, and a start
-// copies what the log holds past SQLite's journal. The log is part of the
-// database, as SQLite's own write-ahead log is.
+// database (its path and "-log"; logged.go). A batch of updates that ran
+// no statement of their own, as decisions' do, is acknowledged once it is
+// appended there, and a copier copies it into SQLite after, with the
+// batches acknowledged meanwhile; a reader of SQLite first waits for those
+// copies, an update that runs a statement waits for the copier to catch
+// up, and a start copies what the log holds past SQLite's journal. The log
+// is part of the database, as SQLite's own write-ahead log is.
 package store

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,25 +18,29 @@ import (
 )
 
 // An exclusive SQLite store at durability normal keeps a log file beside
-// its database (its path and logSuffix). A lone update that ran no
-// statement of its own (a decision: journal entries and a capability's
-// row), with no update waiting after it, is acknowledged once appended
-// there, one write(2), instead of once SQLite has committed it: one call
-// at a time, the copy into SQLite then overlaps what the caller does
-// next. Updates in a batch of many, or waiting, would wait for the copy
-// all the same, so theirs commit in SQLite as before.
+// its database (its path and logSuffix). A batch of updates none of which
+// ran a statement of its own (decisions: journal entries and capabilities'
+// rows) is acknowledged once appended there, one write(2), instead of once
+// SQLite has committed it. The copier, a goroutine of its own, copies the
+// batches acknowledged into SQLite in order, all those acknowledged while
+// it copied the last in one transaction, while the writer goes on
+// acknowledging more: a busy store pays SQLite's commit once for many
+// batches, and a decision made alone does not wait for the copy of the
+// one before it.
 //
-// The writer copies an acknowledged batch into SQLite before it runs
-// anything else (the copier, which keeps the lead meanwhile), so SQLite
-// holds every acknowledged batch but the one being copied. A reader of
-// SQLite (View, Read's statements, the journal's reads) first waits for
-// that copy to reach what was acknowledged when it began; commit hooks run
-// before the acknowledgement moves, so they never wait for their own
-// batch. A failed copy is kept, and made first by the next transaction;
-// readers fail meanwhile. A start copies what the log holds past SQLite's
-// journal, then empties the log; a running store empties it once it has
-// grown past logResetSize and all of it is copied, and a clean close
-// leaves it empty.
+// SQLite holds every acknowledged batch but those queued for the copier
+// or being copied. A reader of SQLite (View, Read's statements, the
+// journal's reads) first waits for the copies to reach what was
+// acknowledged when it began; commit hooks run before the acknowledgement
+// moves, so they never wait for their own batch. An update that runs a
+// statement first waits for the copier to finish, so that SQLite holds
+// everything before it. A failed copy is kept, and made first by the next
+// copy or the next transaction; readers fail meanwhile. At most
+// maxQueuedRows journal rows wait for the copier: past that a batch
+// commits in SQLite, after the copies. A start copies what the log holds
+// past SQLite's journal, then empties the log; a running store empties it
+// once it has grown past logResetSize, after the copier has caught up, and
+// a clean close leaves it empty.
 //
 // At durability full every batch commits in SQLite (a start at full still
 // copies what a run at normal left in the log): a log file that grows
@@ -44,8 +49,13 @@ import (
 // would then sync a second time.
 const logSuffix = "-log"
 
-// logResetSize is the log's size past which it is emptied after a copy.
+// logResetSize is the log's size past which it is emptied once the copier
+// has caught up.
 const logResetSize = 8 << 20
+
+// maxQueuedRows bounds the journal rows acknowledged from the log and not
+// yet taken by the copier: readers wait for them, and memory holds them.
+const maxQueuedRows = 1024
 
 // logFormat begins every logged batch's record.
 const logFormat = 1
@@ -58,17 +68,24 @@ type logged struct {
 }
 
 // copying follows the copy of logged batches into SQLite: the journal's
-// size acknowledged and the size copied, the batches whose copy failed
-// (copied first by the next transaction), and the wait of readers.
+// size acknowledged and the size copied, the batches queued for the
+// copier and those whose copy failed, and the wait of readers and of the
+// writer. The copier alone touches failed while busy; the writer, while
+// the copier is idle with nothing queued (drain), and no batch is queued
+// while the writer runs one that began a transaction.
 type copying struct {
 	acked, copied atomic.Uint64
 	mu            sync.Mutex
+	queued        []*logged
+	queuedRows    int
+	busy          bool
 	failed        []*logged
 	err           error
 	moved         chan struct{}
-	// next takes a batch just acknowledged to the copier, which holds the
-	// lead until it is copied; stopped is closed once the copier is.
-	next    chan *logged
+	// wake tells the copier a batch was queued; stop ends it once it has
+	// copied what is queued, and stopped is closed once it has ended.
+	wake    chan struct{}
+	stop    chan struct{}
 	stopped chan struct{}
 	closed  sync.Once
 	// hold, when set, runs before a copy, and its error fails it: tests
@@ -294,34 +311,32 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	s.copies.acked.Store(s.frontier.Size())
 	s.copies.copied.Store(s.frontier.Size())
 	s.copies.moved = make(chan struct{})
-	s.copies.next, s.copies.stopped = make(chan *logged, 1), make(chan struct{})
+	s.copies.wake, s.copies.stop, s.copies.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.copier()
 	return nil
 }
 
-// copier copies each batch acknowledged from the log file into SQLite,
-// holding the lead the batch's leader passed it, then leads the updates
-// waiting meanwhile itself, rather than wake one of their callers to, until
-// none waits.
+// copier copies the batches queued, each time all of them, until stopped.
 func (s *Store) copier() {
-	defer close(s.copies.stopped)
-	for acked := range s.copies.next {
-		for acked != nil {
-			s.copyAcked(acked)
-			acked = nil
-			for acked == nil && s.stillLeading() {
-				acked = s.runNext()
-			}
+	c := &s.copies
+	defer close(c.stopped)
+	for {
+		select {
+		case <-c.wake:
+			s.copyQueued()
+		case <-c.stop:
+			s.copyQueued()
+			return
 		}
 	}
 }
 
-// stopLog stops the copier, once it has copied what it was given, and
+// stopLog stops the copier, once it has copied what was queued, and
 // closes the log file: empty when all of it is in SQLite, so that tools
 // reading the database alone see everything.
 func (s *Store) stopLog() {
 	s.copies.closed.Do(func() {
-		close(s.copies.next)
+		close(s.copies.stop)
 		<-s.copies.stopped
 		if len(s.uncopied()) == 0 {
 			_ = s.log.Reset()
@@ -346,28 +361,61 @@ func (s *Store) copyInto(ctx context.Context, batches []*logged) error {
 	return nil
 }
 
-// insertLogged inserts batches' rows in t.
+// insertLogged inserts batches' rows in t, those of all of them together:
+// one multi-row statement of capabilities and of journal rows for many
+// batches.
 func (s *Store) insertLogged(t *txn, batches []*logged) error {
+	var caps []Capability
+	var rows []journal.Row
 	for _, b := range batches {
-		if len(b.caps) > 0 {
-			if err := insertCapabilities(t, b.caps); err != nil {
-				return fmt.Errorf("copy logged batches: %w", err)
-			}
-		}
-		if err := journal.InsertRows(t.ctx, t, b.rows); err != nil {
+		caps = append(caps, b.caps...)
+		rows = append(rows, b.rows...)
+	}
+	if len(caps) > 0 {
+		if err := insertCapabilities(t, caps); err != nil {
 			return fmt.Errorf("copy logged batches: %w", err)
 		}
+	}
+	if err := journal.InsertRows(t.ctx, t, rows); err != nil {
+		return fmt.Errorf("copy logged batches: %w", err)
 	}
 	return nil
 }
 
-// copyAcked copies a batch just acknowledged into SQLite, after those
-// whose copy failed before. A failure keeps them all for the next
-// transaction, and readers meanwhile fail with it.
-func (s *Store) copyAcked(b *logged) {
+// queue hands a batch just acknowledged to the copier.
+func (s *Store) queue(b *logged) {
 	c := &s.copies
 	c.mu.Lock()
-	batches := append(c.failed, b)
+	c.queued = append(c.queued, b)
+	c.queuedRows += len(b.rows)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // the copier will find it with the others
+	}
+}
+
+// roomQueued says whether a batch of rows journal rows may be
+// acknowledged from the log: the copier has room for them.
+func (s *Store) roomQueued(rows int) bool {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queuedRows+rows <= maxQueuedRows
+}
+
+// copyQueued copies what failed copies left and what was queued since
+// into SQLite, in one transaction. A failure keeps them all for the next
+// copy or transaction, and readers meanwhile fail with it.
+func (s *Store) copyQueued() {
+	c := &s.copies
+	c.mu.Lock()
+	if c.busy || len(c.queued) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	batches := append(c.failed, c.queued...)
+	c.failed, c.queued, c.queuedRows, c.busy = nil, nil, 0, true
 	hold := c.hold
 	c.mu.Unlock()
 	var err error
@@ -377,19 +425,17 @@ func (s *Store) copyAcked(b *logged) {
 	if err == nil {
 		err = s.copyInto(context.Background(), batches)
 	}
-	if err == nil && s.log.Size() > logResetSize {
-		err = s.log.Reset()
-	}
 	s.copiedThrough(batches, err)
 }
 
 // copiedThrough records the outcome of a copy of batches: the size copied
-// moves, or they stay to be copied with the next transaction. Readers
-// waiting hear of it either way.
+// moves, or they stay to be copied by the next copy or transaction.
+// Readers and the writer waiting hear of it either way.
 func (s *Store) copiedThrough(batches []*logged, err error) {
 	c := &s.copies
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.busy = false
 	if err != nil {
 		c.failed, c.err = batches, err
 	} else {
@@ -402,26 +448,61 @@ func (s *Store) copiedThrough(batches []*logged, err error) {
 }
 
 // copiedThroughSize records that SQLite holds the journal to size, once a
-// batch committed there with nothing left to copy.
+// batch committed there, or changed nothing, with nothing left to copy.
 func (s *Store) copiedThroughSize(size uint64) {
 	c := &s.copies
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.failed) > 0 {
-		return
+	if c.busy || len(c.queued) > 0 || len(c.failed) > 0 {
+		return // the copier moves it
 	}
 	c.copied.Store(size)
 	close(c.moved)
 	c.moved = make(chan struct{})
 }
 
-// uncopied are the acknowledged batches a failed copy left, which a
-// transaction copies before anything else.
+// resetLog empties the log file once it has grown past logResetSize and
+// the copier has caught up; the writer calls it before an append, which
+// no copy reads.
+func (s *Store) resetLog() error {
+	if s.log.Size() <= logResetSize {
+		return nil
+	}
+	s.drain()
+	if len(s.uncopied()) > 0 {
+		return nil // a failed copy's batches are only in the log
+	}
+	if err := s.log.Reset(); err != nil {
+		return fmt.Errorf("log file: empty: %w", err)
+	}
+	return nil
+}
+
+// drain waits until the copier is idle with nothing queued: SQLite then
+// holds every acknowledged batch but those a failed copy left.
+func (s *Store) drain() {
+	c := &s.copies
+	c.mu.Lock()
+	for c.busy || len(c.queued) > 0 {
+		moved := c.moved
+		c.mu.Unlock()
+		select {
+		case <-moved:
+		case <-c.stopped:
+			return // closed: nothing more is copied
+		}
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
+}
+
+// uncopied are the acknowledged batches not in SQLite that the copier is
+// not copying: those a failed copy left, then those queued.
 func (s *Store) uncopied() []*logged {
 	c := &s.copies
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.failed
+	return append(slices.Clip(c.failed), c.queued...)
 }
 
 // settle waits until SQLite holds every batch acknowledged before it was
@@ -458,6 +539,10 @@ func (b *batchSQL) beginLazily() (*sql.Tx, error) {
 		return b.tx, b.beginErr
 	}
 	s := b.bt.s
+	if s.log != nil {
+		// SQLite must hold every acknowledged batch before this one.
+		s.drain()
+	}
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		b.beginErr = fmt.Errorf("begin: %w", err)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,25 @@ func seen(t *testing.T, s *Store, id string) bool {
 	return found
 }
 
+// holdCopies holds every copy into SQLite until release, which a test
+// defers after the store's Close (which waits for the copier); onCopy,
+// when set, runs as a copy begins to wait.
+func holdCopies(s *Store, onCopy func()) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(ch) }) }
+	s.copies.mu.Lock()
+	s.copies.hold = func() error {
+		if onCopy != nil {
+			onCopy()
+		}
+		<-ch
+		return nil
+	}
+	s.copies.mu.Unlock()
+	return release
+}
+
 // TestAcknowledgedFromTheLog: a decision's update is acknowledged once its
 // batch is in the log file, before SQLite holds it; a reader that begins
 // after waits for the copy and sees it.
@@ -73,13 +93,8 @@ func TestAcknowledgedFromTheLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k.db")
 	s := openNormal(t, path)
 	defer s.Close()
-	release := make(chan struct{})
-	var once sync.Once
-	releaseCopy := func() { once.Do(func() { close(release) }) }
-	defer releaseCopy() // before Close, which waits for the copier
-	s.copies.mu.Lock()
-	s.copies.hold = func() error { <-release; return nil }
-	s.copies.mu.Unlock()
+	releaseCopy := holdCopies(s, nil)
+	defer releaseCopy()
 
 	if err := s.Update(context.Background(), decide("a")); err != nil {
 		t.Fatal(err)
@@ -114,6 +129,137 @@ func TestAcknowledgedFromTheLog(t *testing.T) {
 	}
 	if pending, err := LogPending(path); err != nil || pending {
 		t.Fatalf("LogPending after a clean close: %v %v", pending, err)
+	}
+}
+
+// TestCopiesDoNotHoldTheWriter: decisions are acknowledged from the log
+// while the copier copies the one before them, and the copier then copies
+// all those acknowledged meanwhile in one transaction.
+func TestCopiesDoNotHoldTheWriter(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	copies := make(chan struct{}, 8)
+	releaseCopy := holdCopies(s, func() { copies <- struct{}{} })
+	defer releaseCopy()
+
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	<-copies // the copier holds a's copy
+	done := make(chan error, 1)
+	go func() {
+		for _, id := range []string{"b", "c"} {
+			if err := s.Update(context.Background(), decide(id)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("decisions waited for the copy of the one before them")
+	}
+	if got := len(s.uncopied()); got != 2 {
+		t.Fatalf("%d batches queued behind the held copy, want b's and c's", got)
+	}
+	releaseCopy()
+	for _, id := range []string{"a", "b", "c"} {
+		if !seen(t, s, id) {
+			t.Fatalf("decision %s missing once the copies are done", id)
+		}
+	}
+	if n := len(copies); n != 1 {
+		t.Fatalf("%d copies after the held one, want b and c copied together in one", n)
+	}
+}
+
+// TestQueueFullCommitsInSQLite: once maxQueuedRows wait for the copier, a
+// decision commits in SQLite, after the copies, rather than queue more.
+func TestQueueFullCommitsInSQLite(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	held := make(chan struct{}, 1)
+	releaseCopy := holdCopies(s, func() {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+	})
+	defer releaseCopy()
+
+	if err := s.Update(context.Background(), decide("first")); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	// A decision is two journal rows: fill the queue.
+	for i := range maxQueuedRows / 2 {
+		if err := s.Update(context.Background(), decide(fmt.Sprint("q", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logged := s.log.Len()
+	done := make(chan error, 1)
+	go func() { done <- s.Update(context.Background(), decide("over")) }()
+	select {
+	case err := <-done:
+		t.Fatalf("a decision past a full queue returned (%v) while the copy was held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	releaseCopy()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := s.log.Len(); n != logged {
+		t.Fatalf("the log file holds %d batches, %d before the decision past the full queue: it was logged", n, logged)
+	}
+	for _, id := range []string{"first", "q0", fmt.Sprint("q", maxQueuedRows/2-1), "over"} {
+		if !seen(t, s, id) {
+			t.Fatalf("decision %s missing", id)
+		}
+	}
+}
+
+// TestLogEmptiedOnceCopied: a log grown past logResetSize is emptied
+// before the next append, once the copier has caught up, and nothing it
+// held is lost.
+func TestLogEmptiedOnceCopied(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	big := func(i int) func(tx Tx) error {
+		return func(tx Tx) error {
+			_, err := tx.Append(time.Now(), "test", fmt.Sprint("big-", i), make([]byte, 256<<10))
+			return err
+		}
+	}
+	n := 0
+	for ; s.log.Size() <= logResetSize; n++ {
+		if err := s.Update(context.Background(), big(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Update(context.Background(), big(n)); err != nil {
+		t.Fatal(err)
+	}
+	n++
+	if got := s.log.Len(); got != 1 {
+		t.Fatalf("the log holds %d batches after growing past %d bytes, want the last alone", got, logResetSize)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNormal(t, path)
+	defer s.Close()
+	if got := s.JournalSize(); got != uint64(n) {
+		t.Fatalf("the journal holds %d entries, want %d", got, n)
+	}
+	r, err := s.VerifyJournal(context.Background(), nil)
+	if err != nil || !r.OK {
+		t.Fatalf("the journal: %+v %v", r, err)
 	}
 }
 

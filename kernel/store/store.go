@@ -139,8 +139,8 @@ var schema = []string{
 // Store is the kernel database.
 type Store struct {
 	// log and copies: an SQLite store at durability normal acknowledges
-	// a lone update that ran no statement from its log file, and copies
-	// it into SQLite after (logged.go).
+	// a batch whose updates ran no statement from its log file, and its
+	// copier copies it into SQLite after (logged.go).
 	log    *logfile.Log
 	copies copying
 	db     *sql.DB
@@ -362,20 +362,14 @@ func (s *Store) update(j *job) error {
 	}
 }
 
-// lead runs one batch, then hands the lead to the next waiting update,
-// or to the copier with a batch acknowledged from the log file.
+// lead runs one batch, then hands the lead to the next waiting update.
 func (s *Store) lead() {
-	if acked := s.runNext(); acked != nil {
-		// The copier copies the batch into SQLite and leads on: this
-		// caller returns meanwhile (logged.go).
-		s.copies.next <- acked
-		return
-	}
+	s.runNext()
 	s.handOff()
 }
 
 // runNext takes the waiting updates' next batch and runs it.
-func (s *Store) runNext() *logged {
+func (s *Store) runNext() {
 	// Updates already runnable reach the queue before the batch is taken:
 	// under load they then share this commit instead of waiting for the
 	// next. With nothing else to run, yielding costs a trip through the
@@ -392,26 +386,7 @@ func (s *Store) runNext() *logged {
 	batch := s.pending[:n:n]
 	s.pending = s.pending[n:]
 	s.mu.Unlock()
-	return s.runBatch(batch)
-}
-
-// waiting says whether updates wait for the lead.
-func (s *Store) waiting() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pending) > 0
-}
-
-// stillLeading says whether updates wait for the lead its holder keeps,
-// or gives it up.
-func (s *Store) stillLeading() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) > 0 {
-		return true
-	}
-	s.leading = false
-	return false
+	s.runBatch(batch)
 }
 
 // handOff hands the lead to the next waiting update, if any.
@@ -425,9 +400,8 @@ func (s *Store) handOff() {
 	s.mu.Unlock()
 }
 
-// runBatch runs one batch and returns it when it was acknowledged from
-// the log file, to be copied into SQLite before the next.
-func (s *Store) runBatch(batch []*job) *logged {
+// runBatch runs one batch.
+func (s *Store) runBatch(batch []*job) {
 	results := make([]error, len(batch))
 	hooks := make([][]func(), len(batch))
 	var unprepared []string
@@ -440,7 +414,7 @@ func (s *Store) runBatch(batch []*job) *logged {
 			for _, j := range batch {
 				j.done <- err
 			}
-			return nil
+			return
 		}
 	}
 	// The journal's frontier moves with each update's appends, back on a
@@ -500,20 +474,20 @@ func (s *Store) runBatch(batch []*job) *logged {
 			b.deferred = append(b.deferred, tx.deferred...)
 		}
 	}
-	// A lone update that ran no statement, with none waiting after it, is
-	// acknowledged from the log file and copied into SQLite once it has
-	// returned (logged.go). A batch of many, or updates waiting, would
-	// wait for the copy all the same: those commit in SQLite, as the copy
-	// would.
+	// A batch whose updates ran no statement is acknowledged from the log
+	// file and copied into SQLite after (logged.go), while the copier has
+	// room for it.
 	var acked *logged
-	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && len(batch) == 1 && !s.waiting() {
+	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && s.roomQueued(len(batchChanged.journal)) {
 		acked = &logged{rows: batchChanged.journal, caps: b.deferred}
 	}
 	committed := false
 	switch {
 	case acked != nil:
 		t0 := time.Now()
-		if _, err := s.log.Append(encodeLogged(acked)); err != nil {
+		if err := s.resetLog(); err != nil {
+			fail(err)
+		} else if _, err := s.log.Append(encodeLogged(acked)); err != nil {
 			fail(fmt.Errorf("log file: %w", err))
 		} else {
 			committed = true
@@ -577,17 +551,15 @@ func (s *Store) runBatch(batch []*job) *logged {
 		// Readers from here on wait for the batch's copy into SQLite;
 		// the hooks above did not.
 		s.copies.acked.Store(s.frontier.Size())
-		if acked == nil {
+		if acked != nil {
+			s.queue(acked)
+		} else {
 			s.copiedThroughSize(s.frontier.Size())
 		}
 	}
 	for i, j := range batch {
 		j.done <- results[i]
 	}
-	if committed {
-		return acked
-	}
-	return nil
 }
 
 // countNil counts the updates that did not fail.
