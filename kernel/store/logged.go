@@ -193,18 +193,13 @@ func (d *logDecoder) byte() byte {
 	return v
 }
 
-func (d *logDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("a number")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *logDecoder) uvarint() uint64 { return number(d, binary.Uvarint) }
 
-func (d *logDecoder) varint() int64 {
-	v, n := binary.Varint(d.b)
+func (d *logDecoder) varint() int64 { return number(d, binary.Varint) }
+
+// number reads a varint with read (binary.Uvarint or binary.Varint).
+func number[T uint64 | int64](d *logDecoder, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail("a number")
 		return 0
@@ -406,11 +401,13 @@ func (s *Store) roomQueued(rows int) bool {
 
 // copyQueued copies what failed copies left and what was queued since
 // into SQLite, in one transaction. A failure keeps them all for the next
-// copy or transaction, and readers meanwhile fail with it.
+// copy or transaction, and readers meanwhile fail with it. The copier
+// alone runs it, one copy at a time.
 func (s *Store) copyQueued() {
 	c := &s.copies
 	c.mu.Lock()
-	if c.busy || len(c.queued) == 0 {
+	if len(c.queued) == 0 {
+		// A wake for batches an earlier copy took; or, at a stop, none.
 		c.mu.Unlock()
 		return
 	}

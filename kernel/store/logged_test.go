@@ -86,6 +86,13 @@ func holdCopies(s *Store, onCopy func()) (release func()) {
 	return release
 }
 
+// failCopies fails every copy into SQLite from here on with err.
+func failCopies(s *Store, err error) {
+	s.copies.mu.Lock()
+	s.copies.hold = func() error { return err }
+	s.copies.mu.Unlock()
+}
+
 // TestAcknowledgedFromTheLog: a decision's update is acknowledged once its
 // batch is in the log file, before SQLite holds it; a reader that begins
 // after waits for the copy and sees it.
@@ -175,6 +182,27 @@ func TestCopiesDoNotHoldTheWriter(t *testing.T) {
 	}
 	if n := len(copies); n != 1 {
 		t.Fatalf("%d copies after the held one, want b and c copied together in one", n)
+	}
+}
+
+// TestGroupAcknowledgedAsOne: a group commit of several decisions is one
+// record in the log file, and readers find every one of them.
+func TestGroupAcknowledgedAsOne(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	errs, _ := runUpdates(s, decide("a"), decide("b"), decide("c"))
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+	}
+	if n := s.log.Len(); n != 1 {
+		t.Fatalf("the log file holds %d batches, want the group's one", n)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if !seen(t, s, id) {
+			t.Fatalf("decision %s missing", id)
+		}
 	}
 }
 
@@ -272,9 +300,7 @@ func TestStartCopiesTheLog(t *testing.T) {
 	if err := s.Update(context.Background(), decide("a")); err != nil {
 		t.Fatal(err)
 	}
-	s.copies.mu.Lock()
-	s.copies.hold = func() error { return errors.New("disk gone") }
-	s.copies.mu.Unlock()
+	failCopies(s, errors.New("disk gone"))
 	if err := s.Update(context.Background(), decide("b")); err != nil {
 		t.Fatalf("acknowledging from the log: %v", err)
 	}
@@ -401,9 +427,7 @@ func TestLogPastTheJournalRefused(t *testing.T) {
 func TestFullCopiesALogLeftAtNormal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k.db")
 	s := openNormal(t, path)
-	s.copies.mu.Lock()
-	s.copies.hold = func() error { return errors.New("disk gone") }
-	s.copies.mu.Unlock()
+	failCopies(s, errors.New("disk gone"))
 	if err := s.Update(context.Background(), decide("a")); err != nil {
 		t.Fatal(err)
 	}
