@@ -25,8 +25,9 @@
 // database (its path and "-log"; logged.go). A batch of updates that ran
 // no statement of their own, as decisions' do, is acknowledged once it is
 // appended there, and a copier copies it into SQLite after, with the
-// batches acknowledged meanwhile; a reader of SQLite first waits for those
-// copies, an update that runs a statement waits for the copier to catch
-// up, and a start copies what the log holds past SQLite's journal. The log
-// is part of the database, as SQLite's own write-ahead log is.
+// batches acknowledged meanwhile and those that follow within a short
+// wait; a reader of SQLite first waits for those copies (and cuts the
+// wait short), an update that runs a statement waits for the copier to
+// catch up, and a start copies what the log holds past SQLite's journal.
+// The log is part of the database, as SQLite's own write-ahead log is.
 package store

@@ -57,6 +57,16 @@ const logResetSize = 8 << 20
 // yet taken by the copier: readers wait for them, and memory holds them.
 const maxQueuedRows = 1024
 
+// A copy waits up to copyLinger after the first batch queued, so that one
+// copy takes many batches even when they come one at a time: a copy's
+// commit costs about what a decision does. Nobody waits on it meanwhile:
+// a reader or a statement that needs SQLite to hold what was acknowledged
+// hurries the copy, and so do copyRows journal rows queued.
+const (
+	copyLinger = 2 * time.Millisecond
+	copyRows   = maxQueuedRows / 4
+)
+
 // logFormat begins every logged batch's record.
 const logFormat = 1
 
@@ -84,7 +94,11 @@ type copying struct {
 	moved         chan struct{}
 	// wake tells the copier a batch was queued; stop ends it once it has
 	// copied what is queued, and stopped is closed once it has ended.
-	wake    chan struct{}
+	wake chan struct{}
+	// hurry ends a copy's linger: someone waits for it, or enough is
+	// queued.
+	hurry   chan struct{}
+	linger  time.Duration
 	stop    chan struct{}
 	stopped chan struct{}
 	closed  sync.Once
@@ -306,7 +320,9 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	s.copies.acked.Store(s.frontier.Size())
 	s.copies.copied.Store(s.frontier.Size())
 	s.copies.moved = make(chan struct{})
-	s.copies.wake, s.copies.stop, s.copies.stopped = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	s.copies.wake, s.copies.hurry = make(chan struct{}, 1), make(chan struct{}, 1)
+	s.copies.linger = copyLinger
+	s.copies.stop, s.copies.stopped = make(chan struct{}), make(chan struct{})
 	go s.copier()
 	return nil
 }
@@ -318,11 +334,36 @@ func (s *Store) copier() {
 	for {
 		select {
 		case <-c.wake:
+			s.linger()
 			s.copyQueued()
 		case <-c.stop:
 			s.copyQueued()
 			return
 		}
+	}
+}
+
+// linger waits, before a copy, for copyLinger (tests change it), for a
+// hurry or for a stop.
+func (s *Store) linger() {
+	c := &s.copies
+	c.mu.Lock()
+	d := c.linger
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.hurry:
+	case <-c.stop:
+	}
+}
+
+// hurryCopy ends the copy's linger.
+func (s *Store) hurryCopy() {
+	select {
+	case s.copies.hurry <- struct{}{}:
+	default: // already hurried
 	}
 }
 
@@ -383,7 +424,11 @@ func (s *Store) queue(b *logged) {
 	c.mu.Lock()
 	c.queued = append(c.queued, b)
 	c.queuedRows += len(b.rows)
+	full := c.queuedRows >= copyRows
 	c.mu.Unlock()
+	if full {
+		s.hurryCopy()
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default: // the copier will find it with the others
@@ -481,6 +526,7 @@ func (s *Store) drain() {
 	c := &s.copies
 	c.mu.Lock()
 	for c.busy || len(c.queued) > 0 {
+		s.hurryCopy()
 		moved := c.moved
 		c.mu.Unlock()
 		select {
@@ -520,6 +566,7 @@ func (s *Store) settle(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("the store has not copied acknowledged entries into its database: %w", err)
 		}
+		s.hurryCopy()
 		select {
 		case <-moved:
 		case <-ctx.Done():

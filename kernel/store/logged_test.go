@@ -187,6 +187,60 @@ func TestCopiesDoNotHoldTheWriter(t *testing.T) {
 
 // TestGroupAcknowledgedAsOne: a group commit of several decisions is one
 // record in the log file, and readers find every one of them.
+// TestCopiesLingerUntilHurried: lone decisions acknowledged one after
+// another wait for one copy together, and a reader that needs them
+// hurries that copy rather than waiting out the linger.
+func TestCopiesLingerUntilHurried(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	s.copies.mu.Lock()
+	s.copies.linger = time.Hour
+	s.copies.mu.Unlock()
+	copies := make(chan struct{}, 8)
+	release := holdCopies(s, func() { copies <- struct{}{} })
+	release() // count the copies without holding them
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Update(context.Background(), decide(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(s.uncopied()); got != 3 {
+		t.Fatalf("%d batches wait for the copy, want a's, b's and c's", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	entries, err := s.Entries(ctx, 0, 0)
+	if err != nil {
+		t.Fatalf("a reader waited out the copy's linger: %v", err)
+	}
+	if len(entries) != 6 {
+		t.Fatalf("%d entries read, want a's, b's and c's two each", len(entries))
+	}
+	if n := len(copies); n != 1 {
+		t.Fatalf("%d copies, want a, b and c copied together in one", n)
+	}
+	// An update that runs a statement hurries the copy before it too.
+	if err := s.Update(context.Background(), decide("d")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx Tx) error {
+			_, err := tx.Capability("cap-d")
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the update after d's: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		s.hurryCopy() // lets the update, then Close, end
+		t.Fatal("an update that runs a statement waited out the copy's linger")
+	}
+}
+
 func TestGroupAcknowledgedAsOne(t *testing.T) {
 	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
 	defer s.Close()
