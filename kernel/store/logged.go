@@ -387,7 +387,11 @@ func (s *Store) copyInto(ctx context.Context, batches []*logged) error {
 	if err != nil {
 		return fmt.Errorf("copy logged batches: begin: %w", err)
 	}
-	if err := s.insertLogged(&txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts}, batches); err != nil {
+	t := &txn{tx: sqlTx, ctx: ctx, s: s, stmts: s.stmts}
+	// A copy's inserts, of as many rows as it holds, are prepared once
+	// the connection is free: parsing one costs more than a few rows.
+	defer func() { s.stmts.PrepareAll(ctx, t.unprepared) }()
+	if err := s.insertLogged(t, batches); err != nil {
 		_ = sqlTx.Rollback()
 		return err
 	}

@@ -241,6 +241,23 @@ func TestCopiesLingerUntilHurried(t *testing.T) {
 	}
 }
 
+// TestCopiesPrepareTheirInserts: a copy's inserts are prepared once it
+// has given the connection back, so that the next copy does not parse
+// them again.
+func TestCopiesPrepareTheirInserts(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if !seen(t, s, "a") {
+		t.Fatal("decision a missing once copied")
+	}
+	if s.stmts.Cached(insertPending[1]) == nil {
+		t.Fatal("the copy's insert of one capability is not prepared")
+	}
+}
+
 func TestGroupAcknowledgedAsOne(t *testing.T) {
 	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
 	defer s.Close()
