@@ -212,14 +212,26 @@ func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (jou
 	if _, err := os.Stat(path); err != nil {
 		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	if pending, err := store.LogPending(path); err != nil || pending {
-		return journal.Report{}, cmp.Or(err, fmt.Errorf("%s: its log file is not empty: the kernel stopped without a clean shutdown, and it may hold entries the kernel acknowledged and had not copied into the database; start the kernel on it once (it copies them and empties the log), then verify", path))
+	// The log first: what it held is either still in it or, copied before
+	// it was emptied, in the database by the time the database is read.
+	logged, err := store.LoggedThrough(path)
+	if err != nil {
+		return journal.Report{}, err
 	}
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=query_only(1)")
 	if err != nil {
 		return journal.Report{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer db.Close()
+	if logged > 0 {
+		head, err := journal.Head(ctx, db)
+		if err != nil {
+			return journal.Report{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if head.Size < uint64(logged) {
+			return journal.Report{}, fmt.Errorf("%s: its log file holds journal entries through %d and the database's journal ends at %d: the kernel stopped without a clean shutdown before copying entries it acknowledged into the database; start the kernel on it once (it copies them and empties the log), then verify", path, logged, head.Size)
+		}
+	}
 	return journal.Verify(ctx, db, trusted)
 }
 

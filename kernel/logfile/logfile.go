@@ -123,31 +123,43 @@ func (l *Log) recover(path string) error {
 		l.end.Store(int64(len(fileHeader)))
 		return nil
 	}
-	head := make([]byte, len(fileHeader))
-	if _, err := l.f.ReadAt(head, 0); err != nil || !bytes.Equal(head, fileHeader) {
-		return fmt.Errorf("not a log file of this version (its first %d bytes are not %q)", len(fileHeader), fileHeader)
+	end, count, torn, err := scanWhole(l.f, info.Size(), nil)
+	if err != nil {
+		return err
 	}
-	end, count, err := scan(l.f, info.Size(), nil)
-	var bad *badBatch
-	if errors.As(err, &bad) {
-		if next, ok := findBatch(l.f, bad.at+1, info.Size()); ok {
-			return fmt.Errorf("batch at byte %d (%s) is %w: a whole batch follows at byte %d, so it is not an unfinished write; nothing was dropped", bad.at, bad.why, ErrDamaged, next)
-		}
+	if torn != nil {
 		// An unfinished write: never acknowledged, so dropped.
-		if err := l.f.Truncate(bad.at); err != nil {
-			return fmt.Errorf("truncate an unfinished batch at byte %d: %w", bad.at, err)
+		if err := l.f.Truncate(torn.at); err != nil {
+			return fmt.Errorf("truncate an unfinished batch at byte %d: %w", torn.at, err)
 		}
 		if err := syncData(l.f); err != nil {
 			return err
 		}
-		end, count, err = bad.at, bad.count, nil
-	}
-	if err != nil {
-		return err
 	}
 	l.end.Store(end)
 	l.count.Store(count)
 	return nil
+}
+
+// scanWhole checks f's header and scans its batches to size (see scan).
+// A batch that does not check out with no whole batch after it is a write
+// that did not finish: the scan ends before it, and returns it as torn.
+// One with whole batches after it is damage, an error wrapping
+// ErrDamaged.
+func scanWhole(f io.ReaderAt, size int64, fn func(n uint64, rec []byte) error) (end int64, count uint64, torn *badBatch, err error) {
+	head := make([]byte, len(fileHeader))
+	if _, err := f.ReadAt(head, 0); err != nil || !bytes.Equal(head, fileHeader) {
+		return 0, 0, nil, fmt.Errorf("not a log file of this version (its first %d bytes are not %q)", len(fileHeader), fileHeader)
+	}
+	end, count, err = scan(f, size, fn)
+	var bad *badBatch
+	if errors.As(err, &bad) {
+		if next, ok := findBatch(f, bad.at+1, size); ok {
+			return 0, 0, nil, fmt.Errorf("batch at byte %d (%s) is %w: a whole batch follows at byte %d, so it is not an unfinished write; nothing was dropped", bad.at, bad.why, ErrDamaged, next)
+		}
+		return bad.at, bad.count, bad, nil
+	}
+	return end, count, nil, err
 }
 
 // badBatch is where scan met a batch that does not check out, and how
@@ -443,6 +455,33 @@ func Empty(path string) (bool, error) {
 		return false, err
 	}
 	return info.Size() <= int64(len(fileHeader)), nil
+}
+
+// ScanFile calls fn with each acknowledged record of the log at path, in
+// order, reading it only: a tool that must not write to it reads it so.
+// A log that does not exist holds none, and a batch whose write did not
+// finish is passed over, as Open would drop it. rec is valid only during
+// the call; fn's error stops the scan and is returned.
+func ScanFile(path string, fn func(n uint64, rec []byte) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read log %s: %w", path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("read log %s: %w", path, err)
+	}
+	if info.Size() == 0 {
+		return nil // created, its header not written yet
+	}
+	if _, _, _, err := scanWhole(f, info.Size(), fn); err != nil {
+		return fmt.Errorf("read log %s: %w", path, err)
+	}
+	return nil
 }
 
 // Size is the file's length in bytes.

@@ -416,3 +416,49 @@ func TestEmpty(t *testing.T) {
 		t.Fatalf("a file holding a batch: %v %v", empty, err)
 	}
 }
+
+// TestScanFileReadsOnly: ScanFile reads what Open would keep, a torn
+// batch at the end passed over and the file left as it was; it refuses a
+// damaged file as Open does, and a log that does not exist holds nothing.
+func TestScanFileReadsOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	data, last := threeBatches(t, path)
+	scanned := func() ([]string, error) {
+		var got []string
+		err := ScanFile(path, func(n uint64, rec []byte) error {
+			if n != uint64(len(got)) {
+				return fmt.Errorf("record %d numbered %d", len(got), n)
+			}
+			got = append(got, string(rec))
+			return nil
+		})
+		return got, err
+	}
+	if got, err := scanned(); err != nil || !equal(got, []string{"one", "two", "three", "four", "five"}) {
+		t.Fatalf("records %q (%v)", got, err)
+	}
+	torn := data[:len(data)-3]
+	if err := os.WriteFile(path, torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := scanned(); err != nil || !equal(got, []string{"one", "two", "three"}) {
+		t.Fatalf("records of a torn log %q (%v), want those before its last batch", got, err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, torn) || int64(len(torn)) <= last {
+		t.Fatalf("the torn log changed (%v)", err)
+	}
+	damaged := bytes.Clone(data)
+	damaged[len(fileHeader)+batchHeaderSize+5] ^= 0x01
+	if err := os.WriteFile(path, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scanned(); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("ScanFile of a damaged log: %v, want it to wrap ErrDamaged", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := scanned(); err != nil || len(got) != 0 {
+		t.Fatalf("a log that does not exist: %q (%v)", got, err)
+	}
+}

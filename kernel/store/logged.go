@@ -252,17 +252,31 @@ func logPath(path string) string {
 	return path + logSuffix
 }
 
-// LogPending says whether the log file beside the SQLite database at path
-// holds batches, which a store closed cleanly leaves none of: after a
-// crash some may not be in the database yet, and a tool reading the
-// database alone would not see them. It writes nothing.
-func LogPending(path string) (bool, error) {
+// LoggedThrough is the last journal entry the log file beside the SQLite
+// database at path holds (0 for none), reading it only. A store closed
+// cleanly leaves the log empty; after a crash it may hold entries past the
+// database's journal, which a tool reading the database alone must not
+// pass over.
+func LoggedThrough(path string) (int64, error) {
 	p := logPath(path)
 	if p == "" {
-		return false, nil
+		return 0, nil
 	}
-	empty, err := logfile.Empty(p)
-	return !empty, err
+	var last int64
+	err := logfile.ScanFile(p, func(n uint64, rec []byte) error {
+		entries, _, err := decodeLogged(rec)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", n, err)
+		}
+		if len(entries) > 0 {
+			last = entries[len(entries)-1].seq
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("log file %s: %w", p, err)
+	}
+	return last, nil
 }
 
 // openLog opens the log file beside the database and copies into SQLite

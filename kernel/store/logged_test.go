@@ -120,8 +120,8 @@ func TestAcknowledgedFromTheLog(t *testing.T) {
 	if !<-read {
 		t.Fatal("the reader that waited did not see the decision")
 	}
-	if pending, err := LogPending(path); err != nil || !pending {
-		t.Fatalf("LogPending of a running store's log: %v %v", pending, err)
+	if through, err := LoggedThrough(path); err != nil || through != 2 {
+		t.Fatalf("LoggedThrough of a running store's log: %v %v, want a's two entries", through, err)
 	}
 	// The next update runs once the copy is done, and finds the row.
 	err := s.Update(context.Background(), func(tx Tx) error {
@@ -134,8 +134,8 @@ func TestAcknowledgedFromTheLog(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if pending, err := LogPending(path); err != nil || pending {
-		t.Fatalf("LogPending after a clean close: %v %v", pending, err)
+	if through, err := LoggedThrough(path); err != nil || through != 0 {
+		t.Fatalf("LoggedThrough after a clean close: %v %v", through, err)
 	}
 }
 
@@ -513,8 +513,8 @@ func TestFullCopiesALogLeftAtNormal(t *testing.T) {
 	if !seen(t, s, "a") {
 		t.Fatal("a decision acknowledged at normal is missing at full")
 	}
-	if pending, err := LogPending(path); err != nil || pending {
-		t.Fatalf("the log after a start at full: %v %v", pending, err)
+	if through, err := LoggedThrough(path); err != nil || through != 0 {
+		t.Fatalf("the log after a start at full: %v %v", through, err)
 	}
 }
 
