@@ -34,8 +34,9 @@ import (
 // acknowledged when it began; commit hooks run before the acknowledgement
 // moves, so they never wait for their own batch. An update that runs a
 // statement first waits for the copier to finish, so that SQLite holds
-// everything before it. A failed copy is kept, and made first by the next
-// copy or the next transaction; readers fail meanwhile. At most
+// everything before it. A failed copy is kept, and made again by the
+// copier after a wait (copyRetry), or first by the next copy or
+// transaction, whichever comes first; readers fail meanwhile. At most
 // maxQueuedRows journal rows wait for the copier: past that a batch
 // commits in SQLite, after the copies. A start copies what the log holds
 // past SQLite's journal, then empties the log; a running store empties it
@@ -67,6 +68,14 @@ const (
 	copyRows   = maxQueuedRows / 4
 )
 
+// A failed copy is made again after copyRetry, twice as long after each
+// failure in a row up to copyRetryMax, so that readers, which fail while
+// it is not made, recover without waiting for the next decision.
+const (
+	copyRetry    = 50 * time.Millisecond
+	copyRetryMax = 5 * time.Second
+)
+
 // logFormat begins every logged batch's record.
 const logFormat = 1
 
@@ -80,9 +89,10 @@ type logged struct {
 // copying follows the copy of logged batches into SQLite: the journal's
 // size acknowledged and the size copied, the batches queued for the
 // copier and those whose copy failed, and the wait of readers and of the
-// writer. The copier alone touches failed while busy; the writer, while
-// the copier is idle with nothing queued (drain), and no batch is queued
-// while the writer runs one that began a transaction.
+// writer. busy marks a copy under way: the copier's, or that of the
+// writer's transaction, which claims the failed batches (claimFailed)
+// once the copier is idle with nothing queued; no batch is queued while
+// the writer runs one that began a transaction.
 type copying struct {
 	acked, copied atomic.Uint64
 	mu            sync.Mutex
@@ -91,7 +101,10 @@ type copying struct {
 	busy          bool
 	failed        []*logged
 	err           error
-	moved         chan struct{}
+	retries       int
+	// retryAfter is copyRetry (tests shorten it).
+	retryAfter time.Duration
+	moved      chan struct{}
 	// wake tells the copier a batch was queued; stop ends it once it has
 	// copied what is queued, and stopped is closed once it has ended.
 	wake chan struct{}
@@ -335,7 +348,7 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	s.copies.copied.Store(s.frontier.Size())
 	s.copies.moved = make(chan struct{})
 	s.copies.wake, s.copies.hurry = make(chan struct{}, 1), make(chan struct{}, 1)
-	s.copies.linger = copyLinger
+	s.copies.linger, s.copies.retryAfter = copyLinger, copyRetry
 	s.copies.stop, s.copies.stopped = make(chan struct{}), make(chan struct{})
 	go s.copier()
 	return nil
@@ -346,15 +359,33 @@ func (s *Store) copier() {
 	c := &s.copies
 	defer close(c.stopped)
 	for {
+		retry, moved := s.retry()
 		select {
 		case <-c.wake:
 			s.linger()
 			s.copyQueued()
+		case <-retry:
+			s.copyQueued()
+		case <-moved:
+			// A copy's outcome, perhaps the writer's handing failed
+			// batches back: when to retry is due again.
 		case <-c.stop:
 			s.copyQueued()
 			return
 		}
 	}
+}
+
+// retry is when to make a failed copy again (never, with none failed),
+// until the next copy's outcome (moved).
+func (s *Store) retry() (retry <-chan time.Time, moved chan struct{}) {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.failed) == 0 {
+		return nil, c.moved
+	}
+	return time.After(min(c.retryAfter<<min(max(c.retries-1, 0), 10), copyRetryMax)), c.moved
 }
 
 // linger waits, before a copy, for copyLinger (tests change it), for a
@@ -469,8 +500,9 @@ func (s *Store) roomQueued(rows int) bool {
 func (s *Store) copyQueued() {
 	c := &s.copies
 	c.mu.Lock()
-	if len(c.queued) == 0 {
-		// A wake for batches an earlier copy took; or, at a stop, none.
+	if c.busy || len(c.queued)+len(c.failed) == 0 {
+		// A wake for batches an earlier copy took, a retry of those the
+		// writer's transaction is making, or, at a stop, none.
 		c.mu.Unlock()
 		return
 	}
@@ -498,8 +530,9 @@ func (s *Store) copiedThrough(batches []*logged, err error) {
 	c.busy = false
 	if err != nil {
 		c.failed, c.err = batches, err
+		c.retries++
 	} else {
-		c.failed, c.err = nil, nil
+		c.failed, c.err, c.retries = nil, nil, 0
 		last := batches[len(batches)-1].rows
 		c.copied.Store(uint64(last[len(last)-1].Seq))
 	}
@@ -528,19 +561,25 @@ func (s *Store) resetLog() error {
 	if s.log.Size() <= logResetSize {
 		return nil
 	}
-	s.drain()
-	if len(s.uncopied()) > 0 {
+	s.drainLocked()
+	failed := len(s.copies.failed) > 0
+	s.copies.mu.Unlock()
+	if failed {
 		return nil // a failed copy's batches are only in the log
 	}
+	// Nothing is left to copy, so the copier starts no copy before the
+	// writer queues another batch.
 	if err := s.log.Reset(); err != nil {
 		return fmt.Errorf("log file: empty: %w", err)
 	}
 	return nil
 }
 
-// drain waits until the copier is idle with nothing queued: SQLite then
-// holds every acknowledged batch but those a failed copy left.
-func (s *Store) drain() {
+// drainLocked waits until the copier is idle with nothing queued, and
+// returns holding copies.mu: SQLite then holds every acknowledged batch
+// but those a failed copy left, and no copy starts before the lock is let
+// go.
+func (s *Store) drainLocked() {
 	c := &s.copies
 	c.mu.Lock()
 	for c.busy || len(c.queued) > 0 {
@@ -550,11 +589,26 @@ func (s *Store) drain() {
 		select {
 		case <-moved:
 		case <-c.stopped:
+			c.mu.Lock()
 			return // closed: nothing more is copied
 		}
 		c.mu.Lock()
 	}
-	c.mu.Unlock()
+}
+
+// claimFailed, for the writer's transaction, waits for the copier to be
+// idle with nothing queued and takes the batches failed copies left, to
+// copy them first: the copier does not retry them meanwhile (busy), and
+// the writer hands them back with copiedThrough, copied or not.
+func (s *Store) claimFailed() []*logged {
+	s.drainLocked()
+	c := &s.copies
+	defer c.mu.Unlock()
+	claimed := c.failed
+	if len(claimed) > 0 {
+		c.failed, c.busy = nil, true
+	}
+	return claimed
 }
 
 // uncopied are the acknowledged batches not in SQLite that the copier is
@@ -601,13 +655,17 @@ func (b *batchSQL) beginLazily() (*sql.Tx, error) {
 		return b.tx, b.beginErr
 	}
 	s := b.bt.s
+	var claimed []*logged
 	if s.log != nil {
 		// SQLite must hold every acknowledged batch before this one.
-		s.drain()
+		claimed = s.claimFailed()
 	}
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		b.beginErr = fmt.Errorf("begin: %w", err)
+		if len(claimed) > 0 {
+			s.copiedThrough(claimed, b.beginErr)
+		}
 		return nil, b.beginErr
 	}
 	if s.pg != nil {
@@ -620,13 +678,14 @@ func (b *batchSQL) beginLazily() (*sql.Tx, error) {
 		}
 	}
 	b.tx = tx
-	if failed := s.uncopied(); len(failed) > 0 {
-		if err := s.insertLogged(b.bt, failed); err != nil {
+	if len(claimed) > 0 {
+		if err := s.insertLogged(b.bt, claimed); err != nil {
 			b.beginErr = errors.Join(err, tx.Rollback())
 			b.tx = nil
+			s.copiedThrough(claimed, b.beginErr)
 			return nil, b.beginErr
 		}
-		b.copiedFailed = failed
+		b.copiedFailed = claimed
 	}
 	return tx, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -569,5 +570,169 @@ func (s *Store) closeLog() {
 	if s.log != nil {
 		s.stopLog()
 		s.log = nil
+	}
+}
+
+// copiedAll waits until SQLite holds every batch acknowledged, with no
+// write after them to make a failed copy.
+func copiedAll(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.copies.copied.Load() < s.copies.acked.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("copied through %d of %d after 5 s", s.copies.copied.Load(), s.copies.acked.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFailedCopyRetried: the copier makes a failed copy again by itself,
+// so that readers recover with no decision after it.
+func TestFailedCopyRetried(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	var tries atomic.Int32
+	s.copies.mu.Lock()
+	s.copies.hold = func() error {
+		if tries.Add(1) <= 2 {
+			return errors.New("disk busy")
+		}
+		return nil
+	}
+	s.copies.mu.Unlock()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	copiedAll(t, s)
+	if !seen(t, s, "a") {
+		t.Fatal("decision a missing once its copy was made again")
+	}
+	if n := tries.Load(); n != 3 {
+		t.Fatalf("%d tries, want two that failed and one made", n)
+	}
+}
+
+// TestFailingCopiesLoseNothing: with every other copy failing, decisions
+// acknowledged from the log and updates that run statements, concurrent,
+// leave SQLite's journal whole and in order, every decision found, the
+// failed copies made by the copier's retries and by the writer's
+// transactions in turn.
+func TestFailingCopiesLoseNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	defer s.Close()
+	var tries atomic.Int32
+	s.copies.mu.Lock()
+	s.copies.hold = func() error {
+		if tries.Add(1)%2 == 1 {
+			return errors.New("disk busy")
+		}
+		return nil
+	}
+	s.copies.retryAfter = 10 * time.Microsecond // retries among the writer's transactions
+	s.copies.mu.Unlock()
+	const workers, each = 4, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := fmt.Sprintf("%d-%d", w, i)
+				update := decide(id)
+				if i%3 == 2 {
+					// A statement of its own, reading an earlier decision's
+					// capability: committed in SQLite after the copies.
+					prev := fmt.Sprintf("cap-%d-%d", w, i-1)
+					update = func(tx Tx) error {
+						if _, err := tx.Capability(prev); err != nil {
+							return fmt.Errorf("%s: %w", prev, err)
+						}
+						return decide(id)(tx)
+					}
+				}
+				if err := s.Update(context.Background(), update); err != nil {
+					errs <- fmt.Errorf("update %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	copiedAll(t, s)
+	es, err := s.Entries(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2*workers*each {
+		t.Fatalf("%d entries, want %d", len(es), 2*workers*each)
+	}
+	for i, e := range es {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d at position %d", e.Seq, i+1)
+		}
+	}
+	for w := range workers {
+		for i := range each {
+			if id := fmt.Sprintf("%d-%d", w, i); !seen(t, s, id) {
+				t.Fatalf("decision %s missing", id)
+			}
+		}
+	}
+	if tries.Load() < 4 {
+		t.Fatalf("%d copies tried, want failed ones among them", tries.Load())
+	}
+}
+
+// TestFailedCopyHandedBack: failed batches the writer's transaction took
+// to copy and could not commit go back to the copier, which makes them
+// with no write after them. The batches hold no capability, so that the
+// background move of pending capabilities, whose commit would copy them
+// too, has nothing to do.
+func TestFailedCopyHandedBack(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	var failing atomic.Bool
+	failing.Store(true)
+	s.copies.mu.Lock()
+	s.copies.hold = func() error {
+		if failing.Load() {
+			return errors.New("disk busy")
+		}
+		return nil
+	}
+	s.copies.retryAfter = 10 * time.Microsecond
+	s.copies.mu.Unlock()
+	err := s.Update(context.Background(), func(tx Tx) error {
+		_, err := tx.Append(time.Now(), "decision", "dec-a", []byte("d"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A statement of its own takes the failed copy into its transaction,
+	// which rolls back.
+	refused := errors.New("refused")
+	err = s.Update(context.Background(), func(tx Tx) error {
+		if _, err := tx.Capability("cap-none"); !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("a capability never stored: %w", err)
+		}
+		// Long enough for the copier's retry, at most 10 ms away, to
+		// find the batches taken.
+		time.Sleep(50 * time.Millisecond)
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("the update: %v", err)
+	}
+	failing.Store(false)
+	copiedAll(t, s)
+	if es, err := s.EntriesWithRef(context.Background(), "dec-a"); err != nil || len(es) != 1 {
+		t.Fatalf("decision a's entries %d (%v) once handed back and copied", len(es), err)
 	}
 }

@@ -530,6 +530,10 @@ func (s *Store) runBatch(batch []*job) {
 	if !committed && b.tx != nil {
 		_ = b.tx.Rollback()
 	}
+	if !committed && b.copiedFailed != nil {
+		// Not copied after all: the copier makes them again.
+		s.copiedThrough(b.copiedFailed, cmp.Or(b.err, errors.New("the transaction that copied them did not commit")))
+	}
 	if committed {
 		s.apply(batchChanged)
 		s.grew()
