@@ -116,17 +116,22 @@ func insertCapabilitiesQuery(table string) (q [capabilitiesPerInsert + 1]string)
 // store (pending.go) and on a shared one.
 var insertPending, insertShared = insertCapabilitiesQuery("capabilities_pending"), insertCapabilitiesQuery("capabilities")
 
-// insertCapabilities stores new capability rows, a statement per
-// capabilitiesPerInsert of them.
+// insertCapabilities stores new capability rows: on an exclusive store
+// in the pending table (pending.go), on a shared one in capabilities.
 func insertCapabilities(t *txn, cs []Capability) error {
-	query := &insertShared
-	if t.s.pg == nil {
-		query = &insertPending
-		t.s.moveDue.Store(true)
-		if t.s.pendingStored.Add(int64(len(cs))) >= moveAt && t.s.mover != nil {
-			t.s.mover.wake() // its move commits after this batch
-		}
+	if t.s.pg != nil {
+		return insertCapabilityRows(t, cs, &insertShared)
 	}
+	t.s.moveDue.Store(true)
+	if t.s.pendingStored.Add(int64(len(cs))) >= moveAt && t.s.mover != nil {
+		t.s.mover.wake() // its move commits after this batch
+	}
+	return insertCapabilityRows(t, cs, &insertPending)
+}
+
+// insertCapabilityRows stores capability rows with query, a statement
+// per capabilitiesPerInsert of them.
+func insertCapabilityRows(t *txn, cs []Capability, query *[capabilitiesPerInsert + 1]string) error {
 	for len(cs) > 0 {
 		n := min(len(cs), capabilitiesPerInsert)
 		args := make([]any, 0, capabilityColumnCount*n)

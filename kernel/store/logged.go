@@ -457,7 +457,9 @@ func (s *Store) insertLogged(t *txn, batches []*logged) error {
 		rows = append(rows, b.rows...)
 	}
 	if len(caps) > 0 {
-		if err := insertCapabilities(t, caps); err != nil {
+		// Off the decisions' path, a copy stores capabilities with their
+		// indexes at once, rather than pending for another commit to move.
+		if err := insertCapabilityRows(t, caps, &insertShared); err != nil {
 			return fmt.Errorf("copy logged batches: %w", err)
 		}
 	}

@@ -254,7 +254,7 @@ func TestCopiesPrepareTheirInserts(t *testing.T) {
 	if !seen(t, s, "a") {
 		t.Fatal("decision a missing once copied")
 	}
-	if s.stmts.Cached(insertPending[1]) == nil {
+	if s.stmts.Cached(insertShared[1]) == nil {
 		t.Fatal("the copy's insert of one capability is not prepared")
 	}
 }

@@ -16,7 +16,9 @@ import (
 // durable as any other. Before a capability changes, it is moved
 // (UpdateCapability); the rest move in the background (movePending), a
 // commit of their own every moveEvery after any was stored, or as soon as
-// moveAt were. A store that replicas share writes capabilities directly.
+// moveAt were. A store that replicas share writes capabilities directly,
+// and so does the copy of batches acknowledged from the log file
+// (logged.go), which no decision waits for.
 
 // moveEvery is how often the background moves pending capabilities, and
 // moveAt how many stored since a move began have it move at once: reads
