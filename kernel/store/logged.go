@@ -23,10 +23,10 @@ import (
 // rows) is acknowledged once appended there, one write(2), instead of once
 // SQLite has committed it. The copier, a goroutine of its own, copies the
 // batches acknowledged into SQLite in order, all those acknowledged while
-// it copied the last in one transaction, while the writer goes on
-// acknowledging more: a busy store pays SQLite's commit once for many
-// batches, and a decision made alone does not wait for the copy of the
-// one before it.
+// it copied the last, and those that follow within copyLinger, in one
+// transaction, while the writer goes on acknowledging more: a store pays
+// SQLite's commit once for many batches, and a decision made alone does
+// not wait for the copy of the one before it.
 //
 // SQLite holds every acknowledged batch but those queued for the copier
 // or being copied. A reader of SQLite (View, Read's statements, the
@@ -354,7 +354,9 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	return nil
 }
 
-// copier copies the batches queued, each time all of them, until stopped.
+// copier copies the batches queued, each time all of them once it has
+// lingered (linger), and makes failed copies again (retry), until
+// stopped.
 func (s *Store) copier() {
 	c := &s.copies
 	defer close(c.stopped)
