@@ -229,7 +229,7 @@ func verifyDB(ctx context.Context, path string, trusted []journal.TreeHead) (jou
 			return journal.Report{}, fmt.Errorf("%s: %w", path, err)
 		}
 		if head.Size < uint64(logged) {
-			return journal.Report{}, fmt.Errorf("%s: its log file holds journal entries through %d and the database's journal ends at %d: the kernel stopped without a clean shutdown before copying entries it acknowledged into the database; start the kernel on it once (it copies them and empties the log), then verify", path, logged, head.Size)
+			return journal.Report{}, fmt.Errorf("%s: its log file holds journal entries through %d and the database's journal ends at %d: entries the kernel acknowledged and has not copied into the database (it is running, or it stopped without a clean shutdown); let a running kernel copy them, or start the kernel on it once (it copies them and empties the log), then verify", path, logged, head.Size)
 		}
 	}
 	return journal.Verify(ctx, db, trusted)

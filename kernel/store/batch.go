@@ -113,7 +113,8 @@ func insertCapabilitiesQuery(table string) (q [capabilitiesPerInsert + 1]string)
 }
 
 // insertPending and insertShared insert new capabilities on an exclusive
-// store (pending.go) and on a shared one.
+// store (pending.go) and on a shared one; a copy of logged batches
+// inserts into capabilities too (insertLogged).
 var insertPending, insertShared = insertCapabilitiesQuery("capabilities_pending"), insertCapabilitiesQuery("capabilities")
 
 // insertCapabilities stores new capability rows: on an exclusive store
