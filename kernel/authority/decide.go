@@ -308,7 +308,7 @@ func (k *Kernel) decideOptimistic(ctx context.Context, p *Proposal, call *toolca
 			}
 		}
 		err := k.write(tx, p, call, g, w)
-		if sqldb.IsUniqueViolation(err) {
+		if sqldb.IsUniqueViolation(err) || errors.Is(err, store.ErrDuplicate) {
 			return errConflict // the request id was answered meanwhile
 		}
 		return err

@@ -27,6 +27,9 @@ type batchSQL struct {
 	// deferred are the capability rows of the batch's updates that
 	// succeeded, not stored yet.
 	deferred []Capability
+	// requests are the answers to request ids of the batch's updates
+	// that succeeded, not stored yet.
+	requests []Request
 	// err is set once storing the deferred rows failed: the batch rolls
 	// back.
 	err error
@@ -44,6 +47,10 @@ func (b *batchSQL) store() error {
 	if b.err == nil && len(b.deferred) > 0 {
 		b.err = insertCapabilities(b.bt, b.deferred)
 		b.deferred = nil
+	}
+	if b.err == nil && len(b.requests) > 0 {
+		b.err = insertRequests(b.bt, b.requests)
+		b.requests = nil
 	}
 	return b.err
 }
@@ -88,6 +95,14 @@ func (t *txn) enter() error {
 	if len(t.deferred) > 0 {
 		err := insertCapabilities(b.bt, t.deferred)
 		t.deferred = nil
+		if err != nil {
+			t.failed = err
+			return err
+		}
+	}
+	if len(t.requests) > 0 {
+		err := insertRequests(b.bt, t.requests)
+		t.requests = nil
 		if err != nil {
 			t.failed = err
 			return err

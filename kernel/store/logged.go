@@ -19,8 +19,9 @@ import (
 
 // An exclusive SQLite store at durability normal keeps a log file beside
 // its database (its path and logSuffix). A batch of updates none of which
-// ran a statement of its own (decisions: journal entries and capabilities'
-// rows) is acknowledged once appended there, one write(2), instead of once
+// ran a statement of its own (decisions: journal entries, capabilities'
+// rows and answers to request ids, see loggedRequest) is acknowledged once
+// appended there, one write(2), instead of once
 // SQLite has committed it. The copier, a goroutine of its own, copies the
 // batches acknowledged into SQLite in order, all those acknowledged while
 // it copied the last, and those that follow within copyLinger, in one
@@ -55,7 +56,8 @@ const logSuffix = "-log"
 const logResetSize = 8 << 20
 
 // maxQueuedRows bounds the journal rows acknowledged from the log and not
-// yet taken by the copier: readers wait for them, and memory holds them.
+// yet taken by the copier, or left by failed copies: readers wait for
+// them, and memory holds them.
 const maxQueuedRows = 1024
 
 // A copy waits up to copyLinger after the first batch queued, so that one
@@ -76,14 +78,16 @@ const (
 	copyRetryMax = 5 * time.Second
 )
 
-// logFormat begins every logged batch's record.
-const logFormat = 1
+// logFormat begins every logged batch's record: 2 adds answers to request
+// ids after the capabilities, which a record of format 1 has none of.
+const logFormat = 2
 
 // logged is a batch acknowledged from the log file: its journal rows and
 // its capabilities' rows, to be copied into SQLite.
 type logged struct {
 	rows []journal.Row
 	caps []Capability
+	reqs []Request
 }
 
 // copying follows the copy of logged batches into SQLite: the journal's
@@ -102,6 +106,10 @@ type copying struct {
 	failed        []*logged
 	err           error
 	retries       int
+	// requests are the answers to request ids of the batches acknowledged
+	// and not yet in SQLite (queued, being copied or failed), which
+	// updates find there before SQLite holds them (loggedRequest).
+	requests map[requestKey]*Request
 	// retryAfter is copyRetry (tests shorten it).
 	retryAfter time.Duration
 	moved      chan struct{}
@@ -128,6 +136,9 @@ func encodeLogged(b *logged) []byte {
 	for _, r := range b.rows {
 		size += 64 + len(r.Kind) + len(r.Ref) + len(r.Body)
 	}
+	for _, r := range b.reqs {
+		size += 64 + len(r.TaskID) + len(r.RequestID) + len(r.Agent) + len(r.CallHash) + len(r.Response)
+	}
 	buf := append(make([]byte, 0, size), logFormat)
 	buf = binary.AppendUvarint(buf, uint64(len(b.rows)))
 	for _, r := range b.rows {
@@ -148,6 +159,13 @@ func encodeLogged(b *logged) []byte {
 		buf = binary.AppendVarint(buf, c.IssuedAt.UnixNano())
 		buf = binary.AppendVarint(buf, c.ExpiresAt.UnixNano())
 	}
+	buf = binary.AppendUvarint(buf, uint64(len(b.reqs)))
+	for _, r := range b.reqs {
+		for _, f := range [...]string{r.TaskID, r.RequestID, r.Agent, r.CallHash, string(r.Response)} {
+			buf = appendString(buf, f)
+		}
+		buf = binary.AppendVarint(buf, r.At.UnixNano())
+	}
 	return buf
 }
 
@@ -165,10 +183,11 @@ type loggedEntry struct {
 }
 
 // decodeLogged reads a record of encodeLogged.
-func decodeLogged(rec []byte) ([]loggedEntry, []Capability, error) {
+func decodeLogged(rec []byte) ([]loggedEntry, []Capability, []Request, error) {
 	d := logDecoder{b: rec}
-	if v := d.byte(); v != logFormat {
-		return nil, nil, fmt.Errorf("a logged batch of format %d, not %d", v, logFormat)
+	v := d.byte()
+	if v != 1 && v != logFormat {
+		return nil, nil, nil, fmt.Errorf("a logged batch of format %d, not 1 to %d", v, logFormat)
 	}
 	var entries []loggedEntry
 	for n := d.count(); n > 0 && d.err == nil; n-- {
@@ -188,13 +207,23 @@ func decodeLogged(rec []byte) ([]loggedEntry, []Capability, error) {
 		c.ExpiresAt = time.Unix(0, d.varint()).UTC()
 		caps = append(caps, c)
 	}
+	var reqs []Request
+	if v >= 2 {
+		for n := d.count(); n > 0 && d.err == nil; n-- {
+			var f [5]string
+			for i := range f {
+				f[i] = d.string()
+			}
+			reqs = append(reqs, Request{TaskID: f[0], RequestID: f[1], Agent: f[2], CallHash: f[3], Response: []byte(f[4]), At: time.Unix(0, d.varint()).UTC()})
+		}
+	}
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after its last row", len(d.b))
 	}
 	if d.err != nil {
-		return nil, nil, fmt.Errorf("a logged batch: %w", d.err)
+		return nil, nil, nil, fmt.Errorf("a logged batch: %w", d.err)
 	}
-	return entries, caps, nil
+	return entries, caps, reqs, nil
 }
 
 // logDecoder reads a record, keeping its first error.
@@ -277,7 +306,7 @@ func LoggedThrough(path string) (int64, error) {
 	}
 	var last int64
 	err := logfile.ScanFile(p, func(n uint64, rec []byte) error {
-		entries, _, err := decodeLogged(rec)
+		entries, _, _, err := decodeLogged(rec)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
@@ -304,7 +333,7 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	size := s.frontier.Size()
 	var pending []*logged
 	err = l.Scan(func(n uint64, rec []byte) error {
-		entries, caps, err := decodeLogged(rec)
+		entries, caps, reqs, err := decodeLogged(rec)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", n, err)
 		}
@@ -314,7 +343,7 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 		if entries[0].seq <= int64(size) {
 			return fmt.Errorf("record %d holds journal entries %d to %d, and the database's journal ends at %d inside them", n, entries[0].seq, entries[len(entries)-1].seq, size)
 		}
-		b := &logged{caps: caps}
+		b := &logged{caps: caps, reqs: reqs}
 		for _, e := range entries {
 			r, err := journal.Next(s.frontier, e.at, e.kind, e.ref, []byte(e.body))
 			if err != nil {
@@ -349,6 +378,7 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 	s.copies.moved = make(chan struct{})
 	s.copies.wake, s.copies.hurry = make(chan struct{}, 1), make(chan struct{}, 1)
 	s.copies.linger, s.copies.retryAfter = copyLinger, copyRetry
+	s.copies.requests = map[requestKey]*Request{}
 	s.copies.stop, s.copies.stopped = make(chan struct{}), make(chan struct{})
 	go s.copier()
 	return nil
@@ -454,9 +484,11 @@ func (s *Store) copyInto(ctx context.Context, batches []*logged) error {
 func (s *Store) insertLogged(t *txn, batches []*logged) error {
 	var caps []Capability
 	var rows []journal.Row
+	var reqs []Request
 	for _, b := range batches {
 		caps = append(caps, b.caps...)
 		rows = append(rows, b.rows...)
+		reqs = append(reqs, b.reqs...)
 	}
 	if len(caps) > 0 {
 		// Off the decisions' path, a copy stores capabilities with their
@@ -465,16 +497,38 @@ func (s *Store) insertLogged(t *txn, batches []*logged) error {
 			return fmt.Errorf("copy logged batches: %w", err)
 		}
 	}
+	if err := insertRequests(t, reqs); err != nil {
+		return fmt.Errorf("copy logged batches: %w", err)
+	}
 	if err := journal.InsertRows(t.ctx, t, rows); err != nil {
 		return fmt.Errorf("copy logged batches: %w", err)
 	}
 	return nil
 }
 
+// requestKey is a request id of a task.
+type requestKey struct{ task, request string }
+
+// queuedRequest is the answer to a request id in a batch acknowledged and
+// not yet in SQLite.
+func (s *Store) queuedRequest(taskID, requestID string) (Request, bool) {
+	c := &s.copies
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.requests[requestKey{taskID, requestID}]
+	if !ok {
+		return Request{}, false
+	}
+	return *r, true
+}
+
 // queue hands a batch just acknowledged to the copier.
 func (s *Store) queue(b *logged) {
 	c := &s.copies
 	c.mu.Lock()
+	for i := range b.reqs {
+		c.requests[requestKey{b.reqs[i].TaskID, b.reqs[i].RequestID}] = &b.reqs[i]
+	}
 	c.queued = append(c.queued, b)
 	c.queuedRows += len(b.rows)
 	full := c.queuedRows >= copyRows
@@ -494,7 +548,13 @@ func (s *Store) roomQueued(rows int) bool {
 	c := &s.copies
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.queuedRows+rows <= maxQueuedRows
+	waiting := c.queuedRows
+	for _, b := range c.failed {
+		// Copies that keep failing hold no more than that in memory:
+		// past it, the writer's transaction copies them, or fails.
+		waiting += len(b.rows)
+	}
+	return waiting+rows <= maxQueuedRows
 }
 
 // copyQueued copies what failed copies left and what was queued since
@@ -537,6 +597,11 @@ func (s *Store) copiedThrough(batches []*logged, err error) {
 		c.retries++
 	} else {
 		c.failed, c.err, c.retries = nil, nil, 0
+		for _, b := range batches {
+			for _, r := range b.reqs {
+				delete(c.requests, requestKey{r.TaskID, r.RequestID})
+			}
+		}
 		last := batches[len(batches)-1].rows
 		c.copied.Store(uint64(last[len(last)-1].Seq))
 	}

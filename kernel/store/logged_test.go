@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ambitkernel/ambit/kernel/journal"
 	"github.com/ambitkernel/ambit/kernel/logfile"
+	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
 // decide is an update as a decision makes it: a capability's row and two
@@ -546,9 +548,21 @@ func TestLoggedRoundTrip(t *testing.T) {
 	}
 	c := batchCapability("cap-a")
 	c.Note, c.Holder = "a note", "agent"
-	entries, caps, err := decodeLogged(encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}}))
+	q := Request{TaskID: "task", RequestID: "req-1", Agent: "agent", CallHash: "hash", Response: []byte{0, 1, 2}, At: time.Unix(0, 987654321).UTC()}
+	b := &logged{rows: []journal.Row{r}, caps: []Capability{c}, reqs: []Request{q}}
+	entries, caps, reqs, err := decodeLogged(encodeLogged(b))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(reqs) != 1 || reqs[0].TaskID != q.TaskID || reqs[0].RequestID != q.RequestID || reqs[0].Agent != q.Agent ||
+		reqs[0].CallHash != q.CallHash || !bytes.Equal(reqs[0].Response, q.Response) || !reqs[0].At.Equal(q.At) {
+		t.Fatalf("requests %+v, want %+v", reqs, q)
+	}
+	// A record of format 1, as the release before wrote, has no requests.
+	old := encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}})
+	old = append([]byte{1}, old[1:len(old)-1]...) // format 1, without the requests' count
+	if entries, caps, reqs, err := decodeLogged(old); err != nil || len(entries) != 1 || len(caps) != 1 || len(reqs) != 0 {
+		t.Fatalf("a record of format 1: %d entries, %d capabilities, %d requests (%v)", len(entries), len(caps), len(reqs), err)
 	}
 	if len(entries) != 1 || entries[0].seq != 1 || !entries[0].at.Equal(r.At) || entries[0].kind != "decision" || entries[0].ref != "dec-a" || entries[0].body != "body" {
 		t.Fatalf("entries %+v", entries)
@@ -556,9 +570,9 @@ func TestLoggedRoundTrip(t *testing.T) {
 	if len(caps) != 1 || caps[0] != c {
 		t.Fatalf("capabilities %+v, want %+v", caps, c)
 	}
-	rec := encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}})
+	rec := encodeLogged(b)
 	for n := range len(rec) {
-		if _, _, err := decodeLogged(rec[:n]); err == nil {
+		if _, _, _, err := decodeLogged(rec[:n]); err == nil {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
 		}
 	}
@@ -734,5 +748,135 @@ func TestFailedCopyHandedBack(t *testing.T) {
 	copiedAll(t, s)
 	if es, err := s.EntriesWithRef(context.Background(), "dec-a"); err != nil || len(es) != 1 {
 		t.Fatalf("decision a's entries %d (%v) once handed back and copied", len(es), err)
+	}
+}
+
+// TestRequestsAcknowledgedFromTheLog: an answer to a request id goes to
+// the log file with its decision; until SQLite holds it, updates find it
+// in memory, and a second answer to the same id is refused there, as
+// SQLite's unique key would refuse it; a start copies it from the log.
+func TestRequestsAcknowledgedFromTheLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.db")
+	s := openNormal(t, path)
+	ctx := context.Background()
+	answer := func(id string) Request {
+		return Request{TaskID: "task", RequestID: id, Agent: "agent", CallHash: "hash-" + id, Response: []byte("answer " + id), At: time.Now().UTC()}
+	}
+	answered := func(id string) func(tx Tx) error {
+		return func(tx Tx) error {
+			if err := decide(id)(tx); err != nil {
+				return err
+			}
+			return tx.InsertRequest(answer(id))
+		}
+	}
+	// lookUp finds id's answer, and is refused a second one, in an update.
+	lookUp := func(id string) {
+		t.Helper()
+		err := s.Update(ctx, func(tx Tx) error {
+			r, err := tx.Request("task", id)
+			if err != nil {
+				return err
+			}
+			if string(r.Response) != "answer "+id || r.CallHash != "hash-"+id {
+				return fmt.Errorf("answer %+v", r)
+			}
+			if err := tx.InsertRequest(answer(id)); !errors.Is(err, ErrDuplicate) && !sqldb.IsUniqueViolation(err) {
+				return fmt.Errorf("a second answer to %s: %v, want it refused", id, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := holdCopies(s, nil)
+	if err := s.Update(ctx, answered("r1")); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.log.Len(); n != 1 {
+		t.Fatalf("the log file holds %d batches, want the answered decision's", n)
+	}
+	lookUp("r1") // from memory: the copy is held
+	if n := s.log.Len(); n != 1 {
+		t.Fatalf("looking up a request id began a transaction of its own (%d batches logged)", n)
+	}
+	err := s.Update(ctx, func(tx Tx) error {
+		if err := answered("r2")(tx); err != nil {
+			return err
+		}
+		if err := tx.InsertRequest(answer("r2")); !errors.Is(err, ErrDuplicate) {
+			return fmt.Errorf("a second answer to r2 in one update: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := s.Entries(ctx, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	lookUp("r1") // from SQLite
+	lookUp("r2")
+	s.copies.mu.Lock()
+	left := len(s.copies.requests)
+	s.copies.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d answers kept in memory once SQLite holds them", left)
+	}
+
+	// Acknowledged and never copied: a start copies it.
+	failCopies(s, errors.New("disk gone"))
+	if err := s.Update(ctx, answered("r3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNormal(t, path)
+	defer s.Close()
+	err = s.Read(ctx, func(tx Tx) error {
+		r, err := tx.Request("task", "r3")
+		if err == nil && string(r.Response) != "answer r3" {
+			err = fmt.Errorf("answer %+v", r)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("r3's answer after a start: %v", err)
+	}
+	lookUp("r3")
+}
+
+// TestFailingCopiesBounded: while every copy fails, the batches they
+// leave count against maxQueuedRows, so memory holds no more than that;
+// past it the writer's own transaction copies them.
+func TestFailingCopiesBounded(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	failCopies(s, errors.New("disk busy"))
+	waiting := func() (rows int) {
+		for _, b := range s.uncopied() {
+			rows += len(b.rows)
+		}
+		return rows
+	}
+	most := 0
+	for i := range maxQueuedRows {
+		if err := s.Update(context.Background(), decide(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, waiting())
+	}
+	if most > maxQueuedRows {
+		t.Fatalf("%d journal rows waited in memory, more than %d", most, maxQueuedRows)
+	}
+	failCopies(s, nil)
+	copiedAll(t, s)
+	for _, i := range []int{0, maxQueuedRows / 2, maxQueuedRows - 1} {
+		if !seen(t, s, fmt.Sprint(i)) {
+			t.Fatalf("decision %d missing", i)
+		}
 	}
 }

@@ -485,22 +485,84 @@ type Request struct {
 	At       time.Time
 }
 
-// InsertRequest records the answer to a request id.
+const (
+	insertRequestQuery = `INSERT INTO requests (task_id, request_id, agent, call_hash, response, at) VALUES (?, ?, ?, ?, ?, ?)`
+	requestQuery       = `SELECT agent, call_hash, response, at FROM requests WHERE task_id = ? AND request_id = ?`
+)
+
+// InsertRequest records the answer to a request id. An update that may
+// yet be acknowledged from the log file defers its row, as it does a
+// capability's, having looked for the request id where the row's unique
+// key would (ErrDuplicate when it is taken).
 func (t *txn) InsertRequest(r Request) error {
-	_, err := t.ExecContext(t.ctx, `INSERT INTO requests (task_id, request_id, agent, call_hash, response, at) VALUES (?, ?, ?, ?, ?, ?)`,
-		r.TaskID, r.RequestID, r.Agent, r.CallHash, r.Response, ts(r.At))
-	if err != nil {
-		return fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, err)
+	if t.logging() {
+		if _, found, err := t.loggedRequest(r.TaskID, r.RequestID); err != nil || found {
+			return cmp.Or(err, fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, ErrDuplicate))
+		}
+		t.requests = append(t.requests, r)
+		return nil
+	}
+	return insertRequests(t, []Request{r})
+}
+
+// insertRequests stores answers to request ids, a statement each.
+func insertRequests(t *txn, rs []Request) error {
+	for _, r := range rs {
+		if _, err := t.ExecContext(t.ctx, insertRequestQuery, r.TaskID, r.RequestID, r.Agent, r.CallHash, r.Response, ts(r.At)); err != nil {
+			return fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, err)
+		}
 	}
 	return nil
 }
 
+// logging says whether t is an update whose batch has run no statement
+// yet at durability normal: one that may be acknowledged from the log
+// file, whose reads of request ids must not begin a transaction.
+func (t *txn) logging() bool {
+	return t.sql != nil && t.s.log != nil && t.sql.tx == nil && t.sql.beginErr == nil
+}
+
+// loggedRequest finds the answer to a request id for an update that may
+// be acknowledged from the log file, without a statement of its own: in
+// the rows it and its batch deferred, then in the batches acknowledged and
+// not yet in SQLite, then in SQLite through a read connection. Only the
+// writer acknowledges, and a batch leaves memory once SQLite holds it, so
+// one acknowledged before is found in one place or the other.
+func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
+	for _, rs := range [][]Request{t.requests, t.sql.requests} {
+		for _, r := range rs {
+			if r.TaskID == taskID && r.RequestID == requestID {
+				return r, true, nil
+			}
+		}
+	}
+	if r, ok := t.s.queuedRequest(taskID, requestID); ok {
+		return r, true, nil
+	}
+	r, err := scanRequest(t.s.roStmts.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
+	if errors.Is(err, ErrNotFound) {
+		return Request{}, false, nil
+	}
+	return r, err == nil, err
+}
+
 // Request returns the recorded answer to a request id.
 func (t *txn) Request(taskID, requestID string) (Request, error) {
+	if t.logging() {
+		r, found, err := t.loggedRequest(taskID, requestID)
+		if err == nil && !found {
+			err = fmt.Errorf("request %q of task %q: %w", requestID, taskID, ErrNotFound)
+		}
+		return r, err
+	}
+	return scanRequest(t.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
+}
+
+// scanRequest reads the answer to a request id from row.
+func scanRequest(row *sql.Row, taskID, requestID string) (Request, error) {
 	r := Request{TaskID: taskID, RequestID: requestID}
 	var at string
-	err := t.QueryRowContext(t.ctx, `SELECT agent, call_hash, response, at FROM requests WHERE task_id = ? AND request_id = ?`,
-		taskID, requestID).Scan(&r.Agent, &r.CallHash, &r.Response, &at)
+	err := row.Scan(&r.Agent, &r.CallHash, &r.Response, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Request{}, fmt.Errorf("request %q of task %q: %w", requestID, taskID, ErrNotFound)
 	}

@@ -25,6 +25,11 @@ import (
 // ErrNotFound marks a missing row.
 var ErrNotFound = errors.New("not found")
 
+// ErrDuplicate marks a row whose key is taken: a request id answered
+// already, found before its row reached SQLite, whose unique key would
+// refuse it.
+var ErrDuplicate = errors.New("already recorded")
+
 // Durability selects how a commit reaches the disk (see sqldb.Durability).
 type Durability = sqldb.Durability
 
@@ -472,6 +477,7 @@ func (s *Store) runBatch(batch []*job) {
 			hooks[i] = tx.onCommit
 			batchChanged.add(tx.changes)
 			b.deferred = append(b.deferred, tx.deferred...)
+			b.requests = append(b.requests, tx.requests...)
 		}
 	}
 	// A batch whose updates ran no statement is acknowledged from the log
@@ -479,7 +485,7 @@ func (s *Store) runBatch(batch []*job) {
 	// room for it.
 	var acked *logged
 	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && s.roomQueued(len(batchChanged.journal)) {
-		acked = &logged{rows: batchChanged.journal, caps: b.deferred}
+		acked = &logged{rows: batchChanged.journal, caps: b.deferred, reqs: b.requests}
 	}
 	committed := false
 	switch {
@@ -766,7 +772,10 @@ type txn struct {
 	entered   bool
 	savepoint bool
 	deferred  []Capability
-	failed    error
+	// requests are its answers to request ids not stored yet, deferred
+	// as its capability rows are (InsertRequest).
+	requests []Request
+	failed   error
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
