@@ -525,8 +525,8 @@ func (t *txn) logging() bool {
 // loggedRequest finds the answer to a request id for an update that may
 // be acknowledged from the log file, without a statement of its own: in
 // the rows it and its batch deferred, then in the batches acknowledged and
-// not yet in SQLite, then in SQLite through a read connection. Only the
-// writer acknowledges, and a batch leaves memory once SQLite holds it, so
+// not yet in SQLite, then in SQLite through the writer's read connection.
+// Only the writer acknowledges, and a batch leaves memory once SQLite holds it, so
 // one acknowledged before is found in one place or the other.
 func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
 	for _, rs := range [][]Request{t.requests, t.sql.requests} {
@@ -539,7 +539,7 @@ func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
 	if r, ok := t.s.queuedRequest(taskID, requestID); ok {
 		return r, true, nil
 	}
-	r, err := scanRequest(t.s.roStmts.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
+	r, err := scanRequest(t.s.lookup.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
 	if errors.Is(err, ErrNotFound) {
 		return Request{}, false, nil
 	}

@@ -165,6 +165,10 @@ type Store struct {
 	grown   chan struct{}
 	// stmts and roStmts cache the prepared statements of db and ro.
 	stmts, roStmts *sqldb.Prepared
+	// lookup reads SQLite for the writer alone, with a log file (see
+	// loggedRequest), on lookupDB's one connection.
+	lookup   *sqldb.Prepared
+	lookupDB *sql.DB
 	// versions and mirror follow an exclusive store's commits (see
 	// optimistic.go).
 	versions versions
@@ -268,6 +272,17 @@ func openSQLite(ctx context.Context, path string, d Durability) (*Store, error) 
 			}
 		}
 	}
+	if s.log != nil {
+		// The writer's own read connection, for the request ids it looks
+		// up without a statement of its own (loggedRequest): it never
+		// waits behind the readers' eight.
+		ldb, err := sql.Open("sqlite", "file:"+path+"?"+ro.Encode())
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("open store %s: %w", path, err), s.Close())
+		}
+		ldb.SetMaxOpenConns(1)
+		s.lookupDB, s.lookup = ldb, sqldb.NewPrepared(ldb)
+	}
 	if s.checkpoints, err = startCheckpointer(dsn); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -305,6 +320,10 @@ func (s *Store) Close() error {
 	_ = s.stmts.Close()
 	_ = s.roStmts.Close()
 	var err error
+	if s.lookup != nil {
+		_ = s.lookup.Close()
+		err = s.lookupDB.Close()
+	}
 	if s.pg != nil {
 		err = s.pg.close()
 	}
