@@ -369,3 +369,44 @@ func TestSameRequestBetweenReadAndAppend(t *testing.T) {
 		t.Errorf("%d commitments (%v), want 1", len(list), err)
 	}
 }
+
+// TestSameRequestConcurrently: one request id submitted by many callers
+// at once, their decisions acknowledged from the log file, is decided
+// once: every caller gets that decision, all but one as a repeat, and the
+// task holds one capability.
+func TestSameRequestConcurrently(t *testing.T) {
+	w := newWorld(t)
+	w.canonicalTask(task, func(c *contractv1.Contract) {
+		c.Action.MaxActions = 100
+		c.Action.MaxCumulativeAmount = nil
+	})
+	env, _ := w.read(task)
+	p := proposal(task, refund(1740, subject), env)
+	p.RequestID = "req-many"
+	const callers = 16
+	answers := make([]*authority.Decided, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { answers[i], errs[i] = w.k.Submit(w.ctx, p) })
+	}
+	wg.Wait()
+	firsts := 0
+	for i, d := range answers {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if d.GetDecisionId() != answers[0].GetDecisionId() {
+			t.Fatalf("callers got decisions %s and %s", answers[0].GetDecisionId(), d.GetDecisionId())
+		}
+		if !d.GetRepeated() {
+			firsts++
+		}
+	}
+	if firsts != 1 {
+		t.Errorf("%d answers not repeated, want the one that decided", firsts)
+	}
+	if list, err := allCommitments(w.ctx, w.k, task); err != nil || len(list) != 1 {
+		t.Errorf("%d commitments (%v), want 1", len(list), err)
+	}
+}
