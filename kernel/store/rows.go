@@ -526,8 +526,9 @@ func (t *txn) logging() bool {
 // be acknowledged from the log file, without a statement of its own: in
 // the rows it and its batch deferred, then in the batches acknowledged and
 // not yet in SQLite, then in SQLite through the writer's read connection.
-// Only the writer acknowledges, and a batch leaves memory once SQLite holds it, so
-// one acknowledged before is found in one place or the other.
+// Only the writer acknowledges, and a batch leaves memory once SQLite
+// holds it, so one acknowledged before is found in one place or the
+// other.
 func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
 	for _, rs := range [][]Request{t.requests, t.sql.requests} {
 		for _, r := range rs {

@@ -320,12 +320,12 @@ func (s *Store) Close() error {
 	_ = s.stmts.Close()
 	_ = s.roStmts.Close()
 	var err error
-	if s.lookup != nil {
-		_ = s.lookup.Close()
-		err = s.lookupDB.Close()
-	}
 	if s.pg != nil {
 		err = s.pg.close()
+	}
+	if s.lookup != nil {
+		_ = s.lookup.Close()
+		err = errors.Join(err, s.lookupDB.Close())
 	}
 	if s.checkpoints != nil {
 		err = errors.Join(err, s.checkpoints.close())
