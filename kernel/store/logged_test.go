@@ -880,3 +880,36 @@ func TestFailingCopiesBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalSizeReadable: with a log file, the journal's size is told
+// (JournalSize, JournalGrown) only once a reader would find that many
+// entries: a waiter woken for a size reads a head at least that large.
+func TestJournalSizeReadable(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 50 {
+		want := s.JournalSize() + 2
+		grown := s.JournalGrown(want)
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Update(ctx, func(tx Tx) error {
+				// A commit hook runs between the commit and the readers'
+				// wait for the batch: a wake there reads too soon.
+				tx.OnCommit(func() { time.Sleep(time.Millisecond) })
+				return decide(fmt.Sprint(i))(tx)
+			})
+		}()
+		<-grown
+		head, err := s.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head.Size < want {
+			t.Fatalf("woken for %d entries, read a head of %d", want, head.Size)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -580,6 +580,7 @@ func (s *Store) runBatch(batch []*job) {
 		// Readers from here on wait for the batch's copy into SQLite;
 		// the hooks above did not.
 		s.copies.acked.Store(s.frontier.Size())
+		s.sized(s.frontier.Size())
 		if acked != nil {
 			s.queue(acked)
 		} else {
@@ -601,11 +602,25 @@ func countNil(errs []error) (n int) {
 	return n
 }
 
-// grew publishes the journal's size after a commit.
+// grew publishes the journal's head after a commit, and its size unless
+// the store keeps a log file: then the size moves once readers wait for
+// the batch's copy (runBatch), so that none is told of entries it could
+// not read yet.
 func (s *Store) grew() {
-	if size := s.frontier.Size(); size > s.size.Load() {
+	size := s.frontier.Size()
+	if h := s.mirror.head.Load(); h == nil || size > h.Size {
 		head := s.frontier.Head()
 		s.mirror.head.Store(&head)
+	}
+	if s.log == nil {
+		s.sized(size)
+	}
+}
+
+// sized publishes the journal's size that readers can read, and wakes a
+// waiter for it (JournalGrown).
+func (s *Store) sized(size uint64) {
+	if size > s.size.Load() {
 		s.size.Store(size)
 		if size >= s.grownAt.Load() {
 			s.signalGrown()
