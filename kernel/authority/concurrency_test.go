@@ -335,21 +335,29 @@ func interrupted(t *testing.T, w *world, change func(k *authority.Kernel)) (*aut
 	return k, decisions
 }
 
-// TestSameRequestBetweenReadAndAppend: the same request id is answered by
-// another call while the first is being decided. The first finds the
-// answer when it appends and returns it: one decision, one capability.
-func TestSameRequestBetweenReadAndAppend(t *testing.T) {
+// sameRequest is a world whose task has room for many decisions, and a
+// proposal on it with request id id. Calls with the same request id must
+// not depend on one another's outcome: a decision that depends on one in
+// flight waits for it to finish, and a call that waits for another's
+// answer would never let it.
+func sameRequest(t *testing.T, id string) (*world, authority.Proposal) {
+	t.Helper()
 	w := newWorld(t)
-	// Room for both calls: the other's outcome must not depend on the
-	// first, which waits for it (a decision that depends on one in flight
-	// waits for it to finish, and this one never would).
 	w.canonicalTask(task, func(c *contractv1.Contract) {
-		c.Action.MaxActions = 10
+		c.Action.MaxActions = 100
 		c.Action.MaxCumulativeAmount = nil
 	})
 	env, _ := w.read(task)
 	p := proposal(task, refund(1740, subject), env)
-	p.RequestID = "req-1"
+	p.RequestID = id
+	return w, p
+}
+
+// TestSameRequestBetweenReadAndAppend: the same request id is answered by
+// another call while the first is being decided. The first finds the
+// answer when it appends and returns it: one decision, one capability.
+func TestSameRequestBetweenReadAndAppend(t *testing.T) {
+	w, p := sameRequest(t, "req-1")
 	var other *authority.Decided
 	k, _ := interrupted(t, w, func(k *authority.Kernel) {
 		var err error
@@ -375,14 +383,7 @@ func TestSameRequestBetweenReadAndAppend(t *testing.T) {
 // once: every caller gets that decision, all but one as a repeat, and the
 // task holds one capability.
 func TestSameRequestConcurrently(t *testing.T) {
-	w := newWorld(t)
-	w.canonicalTask(task, func(c *contractv1.Contract) {
-		c.Action.MaxActions = 100
-		c.Action.MaxCumulativeAmount = nil
-	})
-	env, _ := w.read(task)
-	p := proposal(task, refund(1740, subject), env)
-	p.RequestID = "req-many"
+	w, p := sameRequest(t, "req-many")
 	const callers = 16
 	answers := make([]*authority.Decided, callers)
 	errs := make([]error, callers)

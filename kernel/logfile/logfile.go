@@ -444,19 +444,6 @@ func (l *Log) Scan(fn func(n uint64, rec []byte) error) error {
 	return err
 }
 
-// Empty says whether the log at path holds no batch, or does not exist,
-// reading it only: a tool that must not write to it asks this.
-func Empty(path string) (bool, error) {
-	info, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return info.Size() <= int64(len(fileHeader)), nil
-}
-
 // ScanFile calls fn with each acknowledged record of the log at path, in
 // order, reading it only: a tool that must not write to it reads it so.
 // A log that does not exist holds none, and a batch whose write did not

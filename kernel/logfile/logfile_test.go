@@ -402,24 +402,10 @@ func TestReset(t *testing.T) {
 	}
 }
 
-func TestEmpty(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "log")
-	if empty, err := Empty(path); err != nil || !empty {
-		t.Fatalf("no file: %v %v", empty, err)
-	}
-	l := open(t, path, false)
-	if empty, err := Empty(path); err != nil || !empty {
-		t.Fatalf("a new file: %v %v", empty, err)
-	}
-	mustAppend(t, l, "one")
-	if empty, err := Empty(path); err != nil || empty {
-		t.Fatalf("a file holding a batch: %v %v", empty, err)
-	}
-}
-
 // TestScanFileReadsOnly: ScanFile reads what Open would keep, a torn
 // batch at the end passed over and the file left as it was; it refuses a
-// damaged file as Open does, and a log that does not exist holds nothing.
+// damaged file as Open does, and a log that does not exist, or a new
+// one, holds nothing.
 func TestScanFileReadsOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "log")
 	data, last := threeBatches(t, path)
@@ -461,4 +447,9 @@ func TestScanFileReadsOnly(t *testing.T) {
 	if got, err := scanned(); err != nil || len(got) != 0 {
 		t.Fatalf("a log that does not exist: %q (%v)", got, err)
 	}
+	l := open(t, path, false)
+	if got, err := scanned(); err != nil || len(got) != 0 {
+		t.Fatalf("a new log: %q (%v)", got, err)
+	}
+	_ = l.Close()
 }

@@ -9,8 +9,35 @@ import (
 	"github.com/ambitkernel/ambit/sdk/sqldb"
 )
 
+// deferredRows are the rows an update writes without a statement of its
+// own: new capabilities and answers to request ids. They are stored with
+// the other updates' of its batch, or go to the log file with them.
+type deferredRows struct {
+	caps []Capability
+	reqs []Request
+}
+
+// add appends o's rows to d's.
+func (d *deferredRows) add(o deferredRows) {
+	d.caps = append(d.caps, o.caps...)
+	d.reqs = append(d.reqs, o.reqs...)
+}
+
+// store stores d's rows in t (new capabilities pending, see
+// insertCapabilities) and empties d.
+func (d *deferredRows) store(t *txn) error {
+	caps, reqs := d.caps, d.reqs
+	*d = deferredRows{}
+	if len(caps) > 0 {
+		if err := insertCapabilities(t, caps); err != nil {
+			return err
+		}
+	}
+	return insertRequests(t, reqs)
+}
+
 // batchSQL is how the updates of a group commit reach SQL. An update's
-// capability rows are deferred and stored with the other updates' in one
+// deferred rows (deferredRows) are stored with the other updates' in one
 // statement, so an update that runs no statement of its own (a decision
 // that issues a capability) needs no savepoint: if it fails, SQL holds
 // nothing of it to undo. The first statement of an update that does run
@@ -24,12 +51,9 @@ type batchSQL struct {
 	// savepoints marks a batch of more than one update, each of which
 	// rolls back alone.
 	savepoints bool
-	// deferred are the capability rows of the batch's updates that
-	// succeeded, not stored yet.
-	deferred []Capability
-	// requests are the answers to request ids of the batch's updates
-	// that succeeded, not stored yet.
-	requests []Request
+	// deferred are the rows of the batch's updates that succeeded, not
+	// stored yet.
+	deferred deferredRows
 	// err is set once storing the deferred rows failed: the batch rolls
 	// back.
 	err error
@@ -44,13 +68,8 @@ type batchSQL struct {
 // store stores the rows earlier updates deferred, outside any update's
 // savepoint.
 func (b *batchSQL) store() error {
-	if b.err == nil && len(b.deferred) > 0 {
-		b.err = insertCapabilities(b.bt, b.deferred)
-		b.deferred = nil
-	}
-	if b.err == nil && len(b.requests) > 0 {
-		b.err = insertRequests(b.bt, b.requests)
-		b.requests = nil
+	if b.err == nil {
+		b.err = b.deferred.store(b.bt)
 	}
 	return b.err
 }
@@ -92,21 +111,9 @@ func (t *txn) enter() error {
 			t.savepoint = true
 		}
 	}
-	if len(t.deferred) > 0 {
-		err := insertCapabilities(b.bt, t.deferred)
-		t.deferred = nil
-		if err != nil {
-			t.failed = err
-			return err
-		}
-	}
-	if len(t.requests) > 0 {
-		err := insertRequests(b.bt, t.requests)
-		t.requests = nil
-		if err != nil {
-			t.failed = err
-			return err
-		}
+	if err := t.deferred.store(b.bt); err != nil {
+		t.failed = err
+		return err
 	}
 	return nil
 }

@@ -19,10 +19,10 @@ import (
 
 // An exclusive SQLite store at durability normal keeps a log file beside
 // its database (its path and logSuffix). A batch of updates none of which
-// ran a statement of its own (decisions: journal entries, capabilities'
-// rows and answers to request ids, see loggedRequest) is acknowledged once
-// appended there, one write(2), instead of once
-// SQLite has committed it. The copier, a goroutine of its own, copies the
+// ran a statement of its own (decisions: journal entries and deferred
+// rows, capabilities and answers to request ids; see loggedRequest) is
+// acknowledged once appended there, one write(2), instead of once SQLite
+// has committed it. The copier, a goroutine of its own, copies the
 // batches acknowledged into SQLite in order, all those acknowledged while
 // it copied the last, and those that follow within copyLinger, in one
 // transaction, while the writer goes on acknowledging more: a store pays
@@ -83,11 +83,10 @@ const (
 const logFormat = 2
 
 // logged is a batch acknowledged from the log file: its journal rows and
-// its capabilities' rows, to be copied into SQLite.
+// its deferred rows, to be copied into SQLite.
 type logged struct {
 	rows []journal.Row
-	caps []Capability
-	reqs []Request
+	deferredRows
 }
 
 // copying follows the copy of logged batches into SQLite: the journal's
@@ -343,7 +342,7 @@ func (s *Store) openLog(ctx context.Context, path string, d Durability, keep boo
 		if entries[0].seq <= int64(size) {
 			return fmt.Errorf("record %d holds journal entries %d to %d, and the database's journal ends at %d inside them", n, entries[0].seq, entries[len(entries)-1].seq, size)
 		}
-		b := &logged{caps: caps, reqs: reqs}
+		b := &logged{deferredRows: deferredRows{caps, reqs}}
 		for _, e := range entries {
 			r, err := journal.Next(s.frontier, e.at, e.kind, e.ref, []byte(e.body))
 			if err != nil {
@@ -482,22 +481,20 @@ func (s *Store) copyInto(ctx context.Context, batches []*logged) error {
 // one multi-row statement of capabilities and of journal rows for many
 // batches.
 func (s *Store) insertLogged(t *txn, batches []*logged) error {
-	var caps []Capability
 	var rows []journal.Row
-	var reqs []Request
+	var d deferredRows
 	for _, b := range batches {
-		caps = append(caps, b.caps...)
 		rows = append(rows, b.rows...)
-		reqs = append(reqs, b.reqs...)
+		d.add(b.deferredRows)
 	}
-	if len(caps) > 0 {
+	if len(d.caps) > 0 {
 		// Off the decisions' path, a copy stores capabilities with their
 		// indexes at once, rather than pending for another commit to move.
-		if err := insertCapabilityRows(t, caps, &insertShared); err != nil {
+		if err := insertCapabilityRows(t, d.caps, &insertShared); err != nil {
 			return fmt.Errorf("copy logged batches: %w", err)
 		}
 	}
-	if err := insertRequests(t, reqs); err != nil {
+	if err := insertRequests(t, d.reqs); err != nil {
 		return fmt.Errorf("copy logged batches: %w", err)
 	}
 	if err := journal.InsertRows(t.ctx, t, rows); err != nil {

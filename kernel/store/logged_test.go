@@ -549,7 +549,7 @@ func TestLoggedRoundTrip(t *testing.T) {
 	c := batchCapability("cap-a")
 	c.Note, c.Holder = "a note", "agent"
 	q := Request{TaskID: "task", RequestID: "req-1", Agent: "agent", CallHash: "hash", Response: []byte{0, 1, 2}, At: time.Unix(0, 987654321).UTC()}
-	b := &logged{rows: []journal.Row{r}, caps: []Capability{c}, reqs: []Request{q}}
+	b := &logged{rows: []journal.Row{r}, deferredRows: deferredRows{caps: []Capability{c}, reqs: []Request{q}}}
 	entries, caps, reqs, err := decodeLogged(encodeLogged(b))
 	if err != nil {
 		t.Fatal(err)
@@ -559,7 +559,7 @@ func TestLoggedRoundTrip(t *testing.T) {
 		t.Fatalf("requests %+v, want %+v", reqs, q)
 	}
 	// A record of format 1, as the release before wrote, has no requests.
-	old := encodeLogged(&logged{rows: []journal.Row{r}, caps: []Capability{c}})
+	old := encodeLogged(&logged{rows: []journal.Row{r}, deferredRows: deferredRows{caps: []Capability{c}}})
 	old = append([]byte{1}, old[1:len(old)-1]...) // format 1, without the requests' count
 	if entries, caps, reqs, err := decodeLogged(old); err != nil || len(entries) != 1 || len(caps) != 1 || len(reqs) != 0 {
 		t.Fatalf("a record of format 1: %d entries, %d capabilities, %d requests (%v)", len(entries), len(caps), len(reqs), err)
@@ -910,6 +910,48 @@ func TestJournalSizeReadable(t *testing.T) {
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestCopiesHurriedByRows: copyRows journal rows queued start the copy
+// however long its linger.
+func TestCopiesHurriedByRows(t *testing.T) {
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	s.copies.mu.Lock()
+	s.copies.linger = time.Hour
+	s.copies.mu.Unlock()
+	// A decision is two journal rows.
+	for i := range copyRows / 2 {
+		if err := s.Update(context.Background(), decide(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copiedAll(t, s)
+}
+
+// TestCopiesStoreCapabilitiesWhereTheyStay: a copy writes capabilities
+// into capabilities, with their indexes, not into the pending table for
+// another commit to move.
+func TestCopiesStoreCapabilitiesWhereTheyStay(t *testing.T) {
+	defer func(d time.Duration) { moveEvery = d }(moveEvery)
+	moveEvery = time.Hour // no background move meanwhile
+	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	defer s.Close()
+	if err := s.Update(context.Background(), decide("a")); err != nil {
+		t.Fatal(err)
+	}
+	if !seen(t, s, "a") {
+		t.Fatal("decision a missing once copied")
+	}
+	for table, want := range map[string]int{"capabilities": 1, "capabilities_pending": 0} {
+		var n int
+		if err := s.ro.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Errorf("%d rows in %s, want %d", n, table, want)
 		}
 	}
 }

@@ -261,7 +261,7 @@ func (t *txn) InsertCapability(c Capability) error {
 	if t.sql == nil {
 		return fmt.Errorf("capability %q: inserted outside an update", c.CapabilityID)
 	}
-	t.deferred = append(t.deferred, c)
+	t.deferred.caps = append(t.deferred.caps, c)
 	t.outstanding(c)
 	if capability.Counts(c.Status) {
 		return t.use(c, 1)
@@ -499,7 +499,7 @@ func (t *txn) InsertRequest(r Request) error {
 		if _, found, err := t.loggedRequest(r.TaskID, r.RequestID); err != nil || found {
 			return cmp.Or(err, fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, ErrDuplicate))
 		}
-		t.requests = append(t.requests, r)
+		t.deferred.reqs = append(t.deferred.reqs, r)
 		return nil
 	}
 	return insertRequests(t, []Request{r})
@@ -530,7 +530,7 @@ func (t *txn) logging() bool {
 // holds it, so one acknowledged before is found in one place or the
 // other.
 func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
-	for _, rs := range [][]Request{t.requests, t.sql.requests} {
+	for _, rs := range [][]Request{t.deferred.reqs, t.sql.deferred.reqs} {
 		for _, r := range rs {
 			if r.TaskID == taskID && r.RequestID == requestID {
 				return r, true, nil

@@ -495,8 +495,7 @@ func (s *Store) runBatch(batch []*job) {
 		if results[i] == nil {
 			hooks[i] = tx.onCommit
 			batchChanged.add(tx.changes)
-			b.deferred = append(b.deferred, tx.deferred...)
-			b.requests = append(b.requests, tx.requests...)
+			b.deferred.add(tx.deferred)
 		}
 	}
 	// A batch whose updates ran no statement is acknowledged from the log
@@ -504,7 +503,7 @@ func (s *Store) runBatch(batch []*job) {
 	// room for it.
 	var acked *logged
 	if ran && b.tx == nil && b.err == nil && s.log != nil && len(batchChanged.journal) > 0 && s.roomQueued(len(batchChanged.journal)) {
-		acked = &logged{rows: batchChanged.journal, caps: b.deferred, reqs: b.requests}
+		acked = &logged{rows: batchChanged.journal, deferredRows: b.deferred}
 	}
 	committed := false
 	switch {
@@ -805,11 +804,8 @@ type txn struct {
 	sql       *batchSQL
 	entered   bool
 	savepoint bool
-	deferred  []Capability
-	// requests are its answers to request ids not stored yet, deferred
-	// as its capability rows are (InsertRequest).
-	requests []Request
-	failed   error
+	deferred  deferredRows
+	failed    error
 }
 
 // OnCommit registers f to run once the update's changes are committed, in
