@@ -244,18 +244,26 @@ func TestCopiesLingerUntilHurried(t *testing.T) {
 	}
 }
 
-// TestCopiesPrepareTheirInserts: a copy's inserts are prepared once it
-// has given the connection back, so that the next copy does not parse
-// them again.
-func TestCopiesPrepareTheirInserts(t *testing.T) {
+// oneCopied opens a store at durability normal whose SQLite holds one
+// decision, a, copied from the log file.
+func oneCopied(t *testing.T) *Store {
+	t.Helper()
 	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
-	defer s.Close()
 	if err := s.Update(context.Background(), decide("a")); err != nil {
 		t.Fatal(err)
 	}
 	if !seen(t, s, "a") {
 		t.Fatal("decision a missing once copied")
 	}
+	return s
+}
+
+// TestCopiesPrepareTheirInserts: a copy's inserts are prepared once it
+// has given the connection back, so that the next copy does not parse
+// them again.
+func TestCopiesPrepareTheirInserts(t *testing.T) {
+	s := oneCopied(t)
+	defer s.Close()
 	if s.stmts.Cached(insertShared[1]) == nil {
 		t.Fatal("the copy's insert of one capability is not prepared")
 	}
@@ -937,14 +945,8 @@ func TestCopiesHurriedByRows(t *testing.T) {
 func TestCopiesStoreCapabilitiesWhereTheyStay(t *testing.T) {
 	defer func(d time.Duration) { moveEvery = d }(moveEvery)
 	moveEvery = time.Hour // no background move meanwhile
-	s := openNormal(t, filepath.Join(t.TempDir(), "k.db"))
+	s := oneCopied(t)
 	defer s.Close()
-	if err := s.Update(context.Background(), decide("a")); err != nil {
-		t.Fatal(err)
-	}
-	if !seen(t, s, "a") {
-		t.Fatal("decision a missing once copied")
-	}
 	for table, want := range map[string]int{"capabilities": 1, "capabilities_pending": 0} {
 		var n int
 		if err := s.ro.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
