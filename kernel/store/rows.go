@@ -496,8 +496,12 @@ const (
 // key would (ErrDuplicate when it is taken).
 func (t *txn) InsertRequest(r Request) error {
 	if t.logging() {
-		if _, found, err := t.loggedRequest(r.TaskID, r.RequestID); err != nil || found {
-			return cmp.Or(err, fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, ErrDuplicate))
+		_, err := t.loggedRequest(r.TaskID, r.RequestID)
+		if err == nil {
+			return fmt.Errorf("request %q of task %q: %w", r.RequestID, r.TaskID, ErrDuplicate)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
 		}
 		t.deferred.reqs = append(t.deferred.reqs, r)
 		return nil
@@ -528,33 +532,25 @@ func (t *txn) logging() bool {
 // not yet in SQLite, then in SQLite through the writer's read connection.
 // Only the writer acknowledges, and a batch leaves memory once SQLite
 // holds it, so one acknowledged before is found in one place or the
-// other.
-func (t *txn) loggedRequest(taskID, requestID string) (Request, bool, error) {
+// other. ErrNotFound when it is in none.
+func (t *txn) loggedRequest(taskID, requestID string) (Request, error) {
 	for _, rs := range [][]Request{t.deferred.reqs, t.sql.deferred.reqs} {
 		for _, r := range rs {
 			if r.TaskID == taskID && r.RequestID == requestID {
-				return r, true, nil
+				return r, nil
 			}
 		}
 	}
 	if r, ok := t.s.queuedRequest(taskID, requestID); ok {
-		return r, true, nil
+		return r, nil
 	}
-	r, err := scanRequest(t.s.lookup.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
-	if errors.Is(err, ErrNotFound) {
-		return Request{}, false, nil
-	}
-	return r, err == nil, err
+	return scanRequest(t.s.lookup.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
 }
 
 // Request returns the recorded answer to a request id.
 func (t *txn) Request(taskID, requestID string) (Request, error) {
 	if t.logging() {
-		r, found, err := t.loggedRequest(taskID, requestID)
-		if err == nil && !found {
-			err = fmt.Errorf("request %q of task %q: %w", requestID, taskID, ErrNotFound)
-		}
-		return r, err
+		return t.loggedRequest(taskID, requestID)
 	}
 	return scanRequest(t.QueryRowContext(t.ctx, requestQuery, taskID, requestID), taskID, requestID)
 }
